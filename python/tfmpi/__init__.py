@@ -1,0 +1,109 @@
+"""tfmpi: MPI data-parallel training for TensorFlow, and its collective engine.
+
+The numpy API below is a thin layer over the C++ engine (tfmpi._core)::
+
+    import numpy as np, tfmpi
+    tfmpi.init()
+    total = tfmpi.allreduce(np.ones(4, np.float32), op="sum")   # == size everywhere
+    tfmpi.shutdown()
+
+Collectives are matched across ranks by name. Without an explicit name, each
+call gets the next name in a per-process sequence, so every rank must then make
+the same calls in the same order.
+"""
+
+import atexit
+import itertools
+import threading
+
+import numpy as np
+
+from tfmpi import _core
+from tfmpi.errors import (
+    AbortedError,
+    InvalidArgumentError,
+    NotInitializedError,
+    TensorMismatchError,
+    TfmpiError,
+)
+
+__all__ = [
+    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "allreduce", "allreduce_async", "broadcast", "broadcast_async", "allgather",
+    "allgather_async", "barrier", "engine_stats", "TfmpiError", "NotInitializedError",
+    "InvalidArgumentError", "TensorMismatchError", "AbortedError",
+]
+
+REDUCE_OPS = ("sum", "average", "min", "max", "product")
+
+_counter = itertools.count()
+_counter_lock = threading.Lock()
+
+
+def _auto_name(kind):
+    with _counter_lock:
+        return f"{kind}.{next(_counter)}"
+
+
+def init():
+    """Start the engine (initialises MPI if needed). Idempotent."""
+    _core.init()
+
+
+def shutdown():
+    """Collective: stop the engine once every rank has called shutdown()."""
+    _core.shutdown()
+
+
+atexit.register(shutdown)
+
+is_initialized = _core.is_initialized
+rank = _core.rank
+size = _core.size
+local_rank = _core.local_rank
+local_size = _core.local_size
+engine_stats = _core.engine_stats
+transport = _core.transport
+
+
+def _as_input(array):
+    if not isinstance(array, np.ndarray):
+        raise InvalidArgumentError(
+            f"expected a numpy array, got {type(array).__name__}; wrap it with np.asarray()")
+    return np.ascontiguousarray(array)
+
+
+def allreduce_async(array, op="average", name=None):
+    """Start an allreduce; returns a Handle whose wait() gives the result."""
+    x = _as_input(array)
+    return _core.allreduce_async(name or _auto_name("allreduce"), x, np.empty_like(x), op)
+
+
+def allreduce(array, op="average", name=None):
+    """Element-wise reduction over ranks: sum, average, min, max or product."""
+    return allreduce_async(array, op, name).wait()
+
+
+def broadcast_async(array, root=0, name=None):
+    x = _as_input(array)
+    return _core.broadcast_async(name or _auto_name("broadcast"), x, np.empty_like(x), root)
+
+
+def broadcast(array, root=0, name=None):
+    """Every rank receives rank `root`'s array (all ranks pass the same shape)."""
+    return broadcast_async(array, root, name).wait()
+
+
+def allgather_async(array, name=None):
+    x = _as_input(array)
+    return _core.allgather_async(name or _auto_name("allgather"), x)
+
+
+def allgather(array, name=None):
+    """Concatenate every rank's array along axis 0 (first dimensions may differ)."""
+    return allgather_async(array, name).wait()
+
+
+def barrier(name=None):
+    """Block until every rank reaches this barrier."""
+    _core.barrier_async(name or _auto_name("barrier")).wait()

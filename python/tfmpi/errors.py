@@ -1,0 +1,21 @@
+"""Exceptions raised by tfmpi. All derive from TfmpiError."""
+
+
+class TfmpiError(RuntimeError):
+    """Base class of every tfmpi error."""
+
+
+class NotInitializedError(TfmpiError):
+    """A collective was called before tfmpi.init() or after tfmpi.shutdown()."""
+
+
+class InvalidArgumentError(TfmpiError, ValueError):
+    """A call's arguments are unusable (dtype, op, shape, root, duplicate name, parameter)."""
+
+
+class TensorMismatchError(TfmpiError):
+    """Ranks submitted different collectives under one tensor name."""
+
+
+class AbortedError(TfmpiError):
+    """The engine shut down before the collective completed."""

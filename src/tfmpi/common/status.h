@@ -1,0 +1,57 @@
+// Status: the engine's error model. Every fallible engine call returns a Status
+// (or fires a callback with one); it crosses from the background thread to the
+// caller's thread by value. See Note [Error model] in docs/architecture.md.
+#pragma once
+
+#include <string>
+#include <utility>
+
+namespace tfmpi {
+
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,    // caller passed something unusable (bad dtype, bad op)
+  kFailedPrecondition, // engine not initialised, already shut down, ...
+  kMismatch,           // ranks disagree about a tensor (shape, dtype, op, root)
+  kAborted,            // engine shut down while the request was pending
+  kInternal,           // transport failure or a bug
+};
+
+const char* StatusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message)
+      : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return {}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
+  static Status FailedPrecondition(std::string m) {
+    return {StatusCode::kFailedPrecondition, std::move(m)};
+  }
+  static Status Mismatch(std::string m) { return {StatusCode::kMismatch, std::move(m)}; }
+  static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
+  static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "Mismatch: tensor 'w' ..." ; "OK" for success.
+  std::string ToString() const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+}  // namespace tfmpi
+
+// Propagates a non-OK Status to the caller.
+#define TFMPI_RETURN_IF_ERROR(expr)            \
+  do {                                         \
+    ::tfmpi::Status _tfmpi_status = (expr);    \
+    if (!_tfmpi_status.ok()) return _tfmpi_status; \
+  } while (0)

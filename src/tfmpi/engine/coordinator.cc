@@ -1,0 +1,63 @@
+#include "tfmpi/engine/coordinator.h"
+
+#include <fmt/format.h>
+
+#include "tfmpi/common/enforce.h"
+#include "tfmpi/planning/negotiation.h"
+
+namespace tfmpi {
+
+void Coordinator::Ingest(int rank, const std::vector<TensorMeta>& metas, Clock::time_point now) {
+  for (const TensorMeta& meta : metas) {
+    auto [it, inserted] = table_.try_emplace(meta.name);
+    Entry& e = it->second;
+    if (inserted) {
+      e.per_rank.resize(static_cast<std::size_t>(size_));
+      e.first_report = now;
+    }
+    auto& slot = e.per_rank[static_cast<std::size_t>(rank)];
+    TFMPI_ENFORCE(!slot.has_value(), "rank {} reported tensor '{}' twice", rank, meta.name);
+    slot = meta;
+    if (++e.reported == size_) complete_.push_back(meta.name);
+  }
+}
+
+std::vector<Response> Coordinator::TakeDecided() {
+  std::vector<Response> out;
+  for (const std::string& name : complete_) {
+    auto it = table_.find(name);
+    std::vector<TensorMeta> metas;
+    for (auto& m : it->second.per_rank) metas.push_back(std::move(*m));
+    out.push_back(planning::DecideResponse(metas));
+    table_.erase(it);
+  }
+  complete_.clear();
+  return out;
+}
+
+std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::duration after) {
+  std::vector<std::string> out;
+  for (auto& [name, e] : table_) {
+    if (e.stall_reported || now - e.first_report < after) continue;
+    e.stall_reported = true;
+    std::vector<int> have, missing;
+    const TensorMeta* any = nullptr;
+    for (std::size_t r = 0; r < e.per_rank.size(); ++r) {
+      if (e.per_rank[r]) {
+        have.push_back(static_cast<int>(r));
+        any = &*e.per_rank[r];
+      } else {
+        missing.push_back(static_cast<int>(r));
+      }
+    }
+    double secs = std::chrono::duration<double>(now - e.first_report).count();
+    out.push_back(fmt::format(
+        "tensor '{}' ({}) submitted by {} {} has waited {:.0f} s for {} {}; check that every "
+        "rank submits it (same name, same order of control flow)",
+        name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks", fmt::join(have, ", "),
+        secs, missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", ")));
+  }
+  return out;
+}
+
+}  // namespace tfmpi

@@ -1,0 +1,226 @@
+#include "tfmpi/engine/engine.h"
+
+#include <fmt/format.h>
+
+#include "tfmpi/common/logging.h"
+#include "tfmpi/engine/executor.h"
+#include "tfmpi/engine/negotiator.h"
+#include "tfmpi/engine/timeline.h"
+
+namespace tfmpi {
+
+Status Engine::Start(const EngineOptions& options, CommunicatorFactory factory,
+                     std::unique_ptr<Engine>* out) {
+  std::unique_ptr<Engine> engine(new Engine(options));
+  SetLogLevel(options.log_level);
+  Engine* e = engine.get();
+  e->thread_ = std::thread([e, f = std::move(factory)]() mutable { e->Run(std::move(f)); });
+  std::unique_lock<std::mutex> lock(e->mu_);
+  e->cv_.wait(lock, [e] { return e->started_; });
+  if (!e->start_status_.ok()) {
+    Status s = e->start_status_;
+    lock.unlock();
+    e->thread_.join();
+    return s;
+  }
+  lock.unlock();
+  *out = std::move(engine);
+  return Status::Ok();
+}
+
+Engine::~Engine() { Shutdown(); }
+
+void Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+Status Engine::Validate(const Request& r) const {
+  const TensorMeta& m = r.meta;
+  if (m.name.empty()) return Status::InvalidArgument("a request needs a non-empty tensor name");
+  std::int64_t elements = 1;
+  for (std::int64_t d : m.shape) {
+    if (d < 0)
+      return Status::InvalidArgument(fmt::format("tensor '{}': negative dimension in shape {}",
+                                                 m.name, ShapeToString(m.shape)));
+    if (d != 0 && elements > (std::int64_t{1} << 62) / d)
+      return Status::InvalidArgument(fmt::format("tensor '{}': shape {} is too large", m.name,
+                                                 ShapeToString(m.shape)));
+    elements *= d;
+  }
+  const bool has_data = elements > 0;
+  switch (m.kind) {
+    case CollectiveKind::kAllreduce: {
+      Status s = CheckReduceSupported(m.dtype, m.op);
+      if (!s.ok()) return Status::InvalidArgument(fmt::format("tensor '{}': {}", m.name, s.message()));
+      if (has_data && (!r.input || !r.output))
+        return Status::InvalidArgument(fmt::format("tensor '{}': null buffer", m.name));
+      break;
+    }
+    case CollectiveKind::kBroadcast:
+      if (m.root < 0 || m.root >= size_)
+        return Status::InvalidArgument(fmt::format(
+            "tensor '{}': broadcast root {} is not a rank (world size {})", m.name, m.root, size_));
+      if (has_data && (!r.output || (rank_ == m.root && !r.input)))
+        return Status::InvalidArgument(fmt::format("tensor '{}': null buffer", m.name));
+      break;
+    case CollectiveKind::kAllgather:
+      if (m.shape.empty())
+        return Status::InvalidArgument(fmt::format(
+            "tensor '{}': allgather needs at least one dimension (got a scalar)", m.name));
+      if (has_data && !r.input)
+        return Status::InvalidArgument(fmt::format("tensor '{}': null buffer", m.name));
+      break;
+    case CollectiveKind::kBarrier:
+      break;
+  }
+  return Status::Ok();
+}
+
+Status Engine::Enqueue(Request request) {
+  TFMPI_RETURN_IF_ERROR(Validate(request));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return stop_status_;
+    if (shutdown_requested_)
+      return Status::FailedPrecondition("tfmpi is shutting down; no new collectives accepted");
+    if (!in_flight_.insert(request.meta.name).second)
+      return Status::InvalidArgument(fmt::format(
+          "a request named '{}' is already in flight on rank {}; names must be unique among "
+          "in-flight requests (wait for the first one, or use another name)",
+          request.meta.name, rank_));
+    // Release the name before the caller hears back, so it can reuse it at once.
+    DoneCallback user = std::move(request.done);
+    request.done = [this, name = request.meta.name, user = std::move(user)](const Status& s) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        in_flight_.erase(name);
+      }
+      if (user) user(s);
+    };
+    request.submitted = Clock::now();
+    incoming_.push_back(std::move(request));
+  }
+  return Status::Ok();
+}
+
+void Engine::FailAll(const Status& status, std::vector<Request>* requests) {
+  for (Request& r : *requests)
+    if (r.done) r.done(status);
+  requests->clear();
+}
+
+void Engine::Run(CommunicatorFactory factory) {
+  std::unique_ptr<Communicator> comm;
+  Status s = factory(&comm);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    start_status_ = s;
+    if (s.ok()) {
+      rank_ = comm->rank();
+      size_ = comm->size();
+      local_rank_ = comm->local_rank();
+      local_size_ = comm->local_size();
+      transport_name_ = comm->name();
+    }
+    started_ = true;
+  }
+  cv_.notify_all();
+  if (!s.ok()) return;
+  SetLogRank(rank_, size_);
+
+  Timeline timeline;
+  if (rank_ == 0 && !options_.timeline_path.empty()) {
+    Status ts = timeline.Open(options_.timeline_path);
+    if (!ts.ok()) TFMPI_LOG_ERROR("{}; continuing without a timeline", ts.message());
+  }
+  NegotiationOptions nopts;
+  nopts.cache_capacity = options_.cache_capacity;
+  auto half_stall = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.stall_warning_seconds / 2));
+  if (options_.stall_warning_seconds > 0) {
+    nopts.promote_after = half_stall;
+    nopts.stall_warning = half_stall;
+  } else {
+    nopts.promote_after = Clock::duration::max();
+    nopts.stall_warning = Clock::duration::zero();
+  }
+  Negotiator negotiator(comm.get(), nopts);
+  Executor executor(comm.get(), {options_.fusion_threshold, options_.direct_threshold},
+                    &timeline);
+  TFMPI_LOG_INFO("engine started on {} with {} ranks", transport_name_, size_);
+
+  const auto cycle = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
+  PendingTable pending;
+  NegotiationResult result;
+  Status failure;
+  while (true) {
+    const Clock::time_point cycle_start = Clock::now();
+    bool want_shutdown;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (Request& r : incoming_) {
+        std::string name = r.meta.name;
+        pending[name].request = std::move(r);
+      }
+      incoming_.clear();
+      want_shutdown = shutdown_requested_;
+    }
+    failure = negotiator.Negotiate(&pending, want_shutdown, &result);
+    const Clock::time_point decided = Clock::now();
+    if (failure.ok()) failure = executor.Execute(result.responses, &pending, decided);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const double neg = std::chrono::duration<double>(decided - cycle_start).count();
+      ++stats_.cycles;
+      stats_.negotiation_seconds += neg;
+      if (!result.responses.empty()) {
+        ++stats_.busy_cycles;
+        stats_.busy_negotiation_seconds += neg;
+      }
+      stats_.full_rounds += result.full_round;
+      stats_.cache_hits += result.cache_hits;
+      const ExecutorStats& es = executor.stats();
+      stats_.tensors = es.tensors;
+      stats_.groups = es.groups;
+      stats_.fused_groups = es.fused_groups;
+      stats_.bytes = es.bytes;
+    }
+    if (!failure.ok() || result.shutdown) break;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_until(lock, cycle_start + cycle, [&] { return shutdown_requested_ && !want_shutdown; });
+  }
+
+  Status final_status =
+      failure.ok() ? Status::Aborted("tfmpi shut down before this collective completed")
+                   : Status::Internal(fmt::format("tfmpi stopped after a transport failure: {}",
+                                                  failure.message()));
+  if (!failure.ok()) TFMPI_LOG_ERROR("{}", final_status.message());
+  std::vector<Request> leftovers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    stop_status_ = failure.ok()
+                       ? Status::FailedPrecondition("tfmpi has been shut down")
+                       : final_status;
+    for (Request& r : incoming_) leftovers.push_back(std::move(r));
+    incoming_.clear();
+  }
+  for (auto& [name, p] : pending) leftovers.push_back(std::move(p.request));
+  pending.clear();
+  FailAll(final_status, &leftovers);
+  timeline.Close();
+  comm.reset();  // finalises MPI here, on the thread that initialised it
+}
+
+}  // namespace tfmpi

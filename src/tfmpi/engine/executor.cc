@@ -1,0 +1,213 @@
+#include "tfmpi/engine/executor.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "tfmpi/common/enforce.h"
+#include "tfmpi/common/reduce.h"
+
+namespace tfmpi {
+
+Executor::Executor(Communicator* comm, const planning::FusionOptions& fusion, Timeline* timeline)
+    : comm_(comm), fusion_(fusion), timeline_(timeline) {}
+
+char* Executor::FusionBuffer(std::size_t bytes) {
+  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
+  return fusion_buffer_.data();
+}
+
+void Executor::Trace(const Item& item, const char* phase, Clock::time_point a,
+                     Clock::time_point b) {
+  if (timeline_ && timeline_->enabled()) timeline_->Span(item.request.meta.name, phase, a, b);
+}
+
+Status Executor::Execute(const std::vector<Response>& responses, PendingTable* pending,
+                         Clock::time_point decided_at) {
+  std::vector<planning::FusionItem> items;
+  std::vector<Item> work;
+  for (const Response& r : responses) {
+    auto node = pending->extract(r.meta.name);
+    TFMPI_ENFORCE(!node.empty(), "negotiated tensor '{}' is not pending on this rank",
+                  r.meta.name);
+    items.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
+    work.push_back({&r, std::move(node.mapped().request)});
+  }
+  if (timeline_ && timeline_->enabled())
+    for (const Item& it : work) Trace(it, "NEGOTIATE", it.request.submitted, decided_at);
+
+  Status first_error;
+  for (const auto& indices : planning::PlanFusion(items, fusion_)) {
+    std::vector<Item> group;
+    for (std::size_t i : indices) group.push_back(std::move(work[i]));
+    const Clock::time_point start = Clock::now();
+    for (const Item& it : group) Trace(it, "WAIT", decided_at, start);
+    Status s = RunGroup(group);
+    if (!s.ok() && first_error.ok()) first_error = s;
+    ++stats_.groups;
+    if (group.size() > 1) ++stats_.fused_groups;
+    for (Item& it : group) {
+      ++stats_.tensors;
+      stats_.bytes += it.response->meta.bytes();
+      if (it.request.done) it.request.done(s);
+    }
+  }
+  return first_error;
+}
+
+Status Executor::RunGroup(std::vector<Item>& group) {
+  const Response& r = *group.front().response;
+  if (!r.ok()) {
+    TFMPI_ENFORCE_EQ(group.size(), 1u);
+    // A decision error fails this tensor only; the engine carries on.
+    group.front().request.done(Status::Mismatch(r.error));
+    group.front().request.done = nullptr;
+    return Status::Ok();
+  }
+  switch (r.meta.kind) {
+    case CollectiveKind::kAllreduce: return RunAllreduce(group);
+    case CollectiveKind::kBroadcast: return RunBroadcast(group);
+    case CollectiveKind::kAllgather: return RunAllgather(group.front());
+    case CollectiveKind::kBarrier: {
+      const Clock::time_point a = Clock::now();
+      Status s = comm_->Barrier();
+      Trace(group.front(), "COLLECTIVE", a, Clock::now());
+      return s;
+    }
+  }
+  return Status::Internal("unknown collective kind");
+}
+
+Status Executor::RunAllreduce(std::vector<Item>& group) {
+  const TensorMeta& meta = group.front().response->meta;
+  const DataType dtype = meta.dtype;
+  const std::size_t elem = DataTypeSize(dtype);
+  const bool average = meta.op == ReduceOp::kAverage;
+  const ReduceOp op = average ? ReduceOp::kSum : meta.op;
+  const double scale = 1.0 / comm_->size();
+
+  if (group.size() == 1) {  // direct: no copies (Note [Fusion rules])
+    Item& it = group.front();
+    const std::size_t count = static_cast<std::size_t>(NumElements(meta.shape));
+    Clock::time_point a = Clock::now();
+    Status s = comm_->Allreduce(it.request.input, it.request.output, count, dtype, op);
+    Clock::time_point b = Clock::now();
+    Trace(it, "COLLECTIVE", a, b);
+    if (s.ok() && average && count > 0) {
+      ScaleBuffer(it.request.output, count, dtype, scale);
+      Trace(it, "COPY_OUT", b, Clock::now());
+    }
+    return s;
+  }
+
+  std::size_t total = 0;
+  for (const Item& it : group) total += it.response->meta.bytes();
+  char* buffer = FusionBuffer(total);
+  Clock::time_point a = Clock::now();
+  std::size_t off = 0;
+  for (const Item& it : group) {
+    const std::size_t n = it.response->meta.bytes();
+    if (n) std::memcpy(buffer + off, it.request.input, n);
+    off += n;
+  }
+  Clock::time_point b = Clock::now();
+  Status s = comm_->Allreduce(buffer, buffer, total / elem, dtype, op);
+  Clock::time_point c = Clock::now();
+  if (s.ok()) {
+    off = 0;
+    for (const Item& it : group) {
+      const std::size_t n = it.response->meta.bytes();
+      if (n == 0) continue;
+      if (average) ScaleCopy(it.request.output, buffer + off, n / elem, dtype, scale);
+      else std::memcpy(it.request.output, buffer + off, n);
+      off += n;
+    }
+  }
+  Clock::time_point d = Clock::now();
+  for (const Item& it : group) {
+    Trace(it, "FUSE", a, b);
+    Trace(it, "COLLECTIVE", b, c);
+    Trace(it, "COPY_OUT", c, d);
+  }
+  return s;
+}
+
+Status Executor::RunBroadcast(std::vector<Item>& group) {
+  const TensorMeta& meta = group.front().response->meta;
+  const bool is_root = comm_->rank() == meta.root;
+  for (Item& it : group)  // the root's result is its input
+    if (is_root && it.request.output != it.request.input && it.response->meta.bytes())
+      std::memcpy(it.request.output, it.request.input, it.response->meta.bytes());
+
+  if (group.size() == 1) {
+    Item& it = group.front();
+    Clock::time_point a = Clock::now();
+    Status s = comm_->Broadcast(it.request.output, it.response->meta.bytes(), DataType::kUInt8,
+                                meta.root);
+    Trace(it, "COLLECTIVE", a, Clock::now());
+    return s;
+  }
+  std::size_t total = 0;
+  for (const Item& it : group) total += it.response->meta.bytes();
+  char* buffer = FusionBuffer(total);
+  Clock::time_point a = Clock::now();
+  std::size_t off = 0;
+  if (is_root)
+    for (const Item& it : group) {
+      const std::size_t n = it.response->meta.bytes();
+      if (n) std::memcpy(buffer + off, it.request.input, n);
+      off += n;
+    }
+  Clock::time_point b = Clock::now();
+  Status s = comm_->Broadcast(buffer, total, DataType::kUInt8, meta.root);
+  Clock::time_point c = Clock::now();
+  if (s.ok() && !is_root) {
+    off = 0;
+    for (const Item& it : group) {
+      const std::size_t n = it.response->meta.bytes();
+      if (n) std::memcpy(it.request.output, buffer + off, n);
+      off += n;
+    }
+  }
+  Clock::time_point d = Clock::now();
+  for (const Item& it : group) {
+    Trace(it, "FUSE", a, b);
+    Trace(it, "COLLECTIVE", b, c);
+    Trace(it, "COPY_OUT", c, d);
+  }
+  return s;
+}
+
+Status Executor::RunAllgather(Item& item) {
+  const Response& r = *item.response;
+  const Shape& mine = item.request.meta.shape;
+  std::int64_t row = 1;
+  for (std::size_t i = 1; i < mine.size(); ++i) row *= mine[i];
+  Shape out_shape = mine;
+  out_shape[0] = 0;
+  std::vector<std::size_t> counts;
+  for (std::int64_t d : r.first_dims) {
+    out_shape[0] += d;
+    counts.push_back(static_cast<std::size_t>(d * row));
+  }
+  const std::size_t out_bytes = static_cast<std::size_t>(NumElements(out_shape)) *
+                                DataTypeSize(r.meta.dtype);
+  void* out = item.request.allocate_output ? item.request.allocate_output(out_shape) : nullptr;
+  std::vector<char> scratch;  // keeps this rank in the collective if allocation failed
+  if (out == nullptr) {
+    scratch.resize(out_bytes);
+    out = scratch.data();
+  }
+  Clock::time_point a = Clock::now();
+  Status s = comm_->Allgatherv(item.request.input, out, counts, r.meta.dtype);
+  Trace(item, "COLLECTIVE", a, Clock::now());
+  if (s.ok() && !scratch.empty() && item.request.done) {
+    item.request.done(Status::Internal(fmt::format(
+        "tensor '{}': could not allocate the allgather output {}", r.meta.name,
+        ShapeToString(out_shape))));
+    item.request.done = nullptr;
+  }
+  return s;
+}
+
+}  // namespace tfmpi

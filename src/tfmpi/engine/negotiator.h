@@ -1,0 +1,74 @@
+// Negotiator: the negotiation half of one engine cycle. Decides, identically
+// on every rank, which pending requests run now.
+//
+// Note [Negotiation protocol]
+// Each cycle every rank contributes a word vector to one bitwise-AND
+// allreduce: bit 0 "I need no full round", bit 1 "I want to shut down", and
+// one bit per response-cache entry that one of my pending requests matches.
+// After the AND, set cache bits are ready everywhere (steady state: this is
+// the whole negotiation). If any rank cleared bit 0 (it has a request the
+// cache does not serve, or one already reported to the coordinator), a full
+// round follows: every rank sends the metas of all its not-yet-reported
+// pending requests to rank 0 (cached ones too, so a rank whose request
+// matches the cache and a rank whose request does not still meet at the
+// coordinator), rank 0 decides every tensor now reported by all ranks, and
+// broadcasts the decisions. Cache hits come first, in bit order, then the
+// coordinator's decisions in its order: the same list on every rank.
+// A cached request that waits longer than `promote_after` is reported to the
+// coordinator, so a stall can name the ranks that never submitted it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tfmpi/engine/coordinator.h"
+#include "tfmpi/engine/request.h"
+#include "tfmpi/engine/response_cache.h"
+#include "tfmpi/transport/communicator.h"
+
+namespace tfmpi {
+
+struct PendingRequest {
+  Request request;
+  bool reported = false;             // sent to the coordinator
+  std::optional<std::size_t> bit;    // cache bit, valid while bit_generation matches
+  std::uint64_t bit_generation = ~std::uint64_t{0};
+};
+
+// Pending local requests by name. Ordered so reports are deterministic.
+using PendingTable = std::map<std::string, PendingRequest>;
+
+struct NegotiationOptions {
+  std::size_t cache_capacity = 1024;
+  Clock::duration promote_after = std::chrono::seconds(30);
+  Clock::duration stall_warning = std::chrono::seconds(60);  // zero: never warn
+};
+
+struct NegotiationResult {
+  std::vector<Response> responses;  // to execute now, in this order
+  bool shutdown = false;            // every rank asked to shut down
+  bool full_round = false;
+  std::size_t cache_hits = 0;
+};
+
+class Negotiator {
+ public:
+  Negotiator(Communicator* comm, const NegotiationOptions& options);
+
+  Status Negotiate(PendingTable* pending, bool want_shutdown, NegotiationResult* out);
+
+ private:
+  Status FullRound(PendingTable* pending, std::vector<Response>* decided);
+
+  Communicator* comm_;
+  NegotiationOptions options_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  std::vector<std::uint64_t> words_;
+};
+
+}  // namespace tfmpi

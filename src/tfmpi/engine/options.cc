@@ -1,0 +1,53 @@
+#include "tfmpi/engine/options.h"
+
+#include <map>
+
+namespace tfmpi {
+
+const ParamRegistry& EngineParams() {
+  static const ParamRegistry registry({
+      {"TFMPI_FUSION_THRESHOLD", ParamType::kBytes, "64M", 0, 1099511627776.0, {},
+       "Fusion buffer size: small tensors ready in one cycle are packed into buffers of at "
+       "most this many bytes, one collective per buffer. 0 disables fusion.",
+       {}},
+      {"TFMPI_DIRECT_THRESHOLD", ParamType::kBytes, "1M", 0, 1099511627776.0, {},
+       "Tensors of at least this many bytes skip the fusion buffer and are reduced in place "
+       "in the caller's memory (no copies).",
+       {}},
+      {"TFMPI_CYCLE_TIME_MS", ParamType::kDouble, "1", 0, 1000, {},
+       "Background negotiation cycle period in milliseconds.", {}},
+      {"TFMPI_CACHE_CAPACITY", ParamType::kInt, "1024", 0, 1048576, {},
+       "Response cache entries (tensors negotiated with one bit each in steady state). "
+       "0 disables the cache.",
+       {}},
+      {"TFMPI_TIMELINE", ParamType::kString, "", 0, 0, {},
+       "Path of a Chrome-trace JSON timeline written by rank 0 (open in Perfetto). Empty: off.",
+       {}},
+      {"TFMPI_STALL_WARNING_SECONDS", ParamType::kDouble, "60", 0, 86400, {},
+       "Warn (on rank 0) about tensors some ranks submitted and others did not for this "
+       "long, naming the missing ranks. 0 disables.",
+       {}},
+      {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "2147483647", 1, 2147483647, {},
+       "Largest element count in one MPI call; larger tensors are split into chunks.", {}},
+      {"TFMPI_LOG_LEVEL", ParamType::kChoice, "warning", 0, 0,
+       {"trace", "debug", "info", "warning", "error", "off"},
+       "Engine log level; messages go to stderr tagged with the rank.", {}},
+  });
+  return registry;
+}
+
+Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out) {
+  std::map<std::string, ParamValue> v;
+  TFMPI_RETURN_IF_ERROR(EngineParams().Resolve(lookup, &v));
+  out->fusion_threshold = static_cast<std::size_t>(v["TFMPI_FUSION_THRESHOLD"].i);
+  out->direct_threshold = static_cast<std::size_t>(v["TFMPI_DIRECT_THRESHOLD"].i);
+  out->cycle_time_ms = v["TFMPI_CYCLE_TIME_MS"].d;
+  out->cache_capacity = static_cast<std::size_t>(v["TFMPI_CACHE_CAPACITY"].i);
+  out->timeline_path = v["TFMPI_TIMELINE"].s;
+  out->stall_warning_seconds = v["TFMPI_STALL_WARNING_SECONDS"].d;
+  out->max_message_elements = static_cast<std::size_t>(v["TFMPI_MAX_MESSAGE_ELEMENTS"].i);
+  out->log_level = *ParseLogLevel(v["TFMPI_LOG_LEVEL"].s);
+  return Status::Ok();
+}
+
+}  // namespace tfmpi

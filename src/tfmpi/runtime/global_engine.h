@@ -1,0 +1,25 @@
+// The process-wide engine that the Python API (and the TensorFlow ops) share.
+// It lives in the shared core library so every extension module in the
+// process sees the same one.
+#pragma once
+
+#include <string>
+
+#include "tfmpi/common/params.h"
+#include "tfmpi/engine/engine.h"
+
+namespace tfmpi {
+
+// Resolves TFMPI_* options through `lookup` and starts the MPI engine.
+// Idempotent while running. After ShutdownGlobalEngine() it fails: MPI
+// can't be initialised twice in one process.
+Status InitGlobalEngine(const EnvLookup& lookup);
+
+// Collective shutdown (see Engine::Shutdown). No-op if not running.
+void ShutdownGlobalEngine();
+
+// The running engine, or nullptr with *why set ("not initialised: call
+// tfmpi.init() first" / "has been shut down").
+Engine* GlobalEngine(Status* why);
+
+}  // namespace tfmpi

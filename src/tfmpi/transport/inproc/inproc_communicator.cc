@@ -1,0 +1,98 @@
+#include "tfmpi/transport/inproc/inproc_communicator.h"
+
+#include <cstring>
+
+#include "tfmpi/common/enforce.h"
+#include "tfmpi/common/reduce.h"
+
+namespace tfmpi {
+
+InProcWorld::InProcWorld(int size) : size_(size), slots_(static_cast<std::size_t>(size)) {
+  TFMPI_ENFORCE(size >= 1, "world size must be positive, got {}", size);
+}
+
+std::vector<std::string> InProcWorld::Exchange(int rank, std::string data) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !draining_; });  // previous round fully read
+  slots_[static_cast<std::size_t>(rank)] = std::move(data);
+  const std::uint64_t my_generation = generation_;
+  if (++arrived_ == size_) {
+    draining_ = true;
+    ++generation_;
+    cv_.notify_all();
+  } else {
+    cv_.wait(lock, [&] { return generation_ != my_generation; });
+  }
+  std::vector<std::string> result = slots_;
+  if (++read_ == size_) {
+    arrived_ = 0;
+    read_ = 0;
+    draining_ = false;
+    cv_.notify_all();
+  }
+  return result;
+}
+
+InProcCommunicator::InProcCommunicator(std::shared_ptr<InProcWorld> world, int rank)
+    : world_(std::move(world)), rank_(rank) {}
+
+Status InProcCommunicator::Allreduce(const void* in, void* out, std::size_t count,
+                                     DataType dtype, ReduceOp op) {
+  const std::size_t bytes = count * DataTypeSize(dtype);
+  auto all = world_->Exchange(rank_, std::string(static_cast<const char*>(in), bytes));
+  std::memcpy(out, all[0].data(), bytes);
+  for (std::size_t r = 1; r < all.size(); ++r) ReduceInto(out, all[r].data(), count, dtype, op);
+  return Status::Ok();
+}
+
+Status InProcCommunicator::Broadcast(void* buf, std::size_t count, DataType dtype, int root) {
+  const std::size_t bytes = count * DataTypeSize(dtype);
+  std::string mine = rank_ == root ? std::string(static_cast<const char*>(buf), bytes) : "";
+  auto all = world_->Exchange(rank_, std::move(mine));
+  if (rank_ != root) std::memcpy(buf, all[static_cast<std::size_t>(root)].data(), bytes);
+  return Status::Ok();
+}
+
+Status InProcCommunicator::Allgatherv(const void* in, void* out,
+                                      const std::vector<std::size_t>& counts, DataType dtype) {
+  const std::size_t elem = DataTypeSize(dtype);
+  const std::size_t mine = counts[static_cast<std::size_t>(rank_)] * elem;
+  auto all = world_->Exchange(rank_, std::string(static_cast<const char*>(in), mine));
+  char* dst = static_cast<char*>(out);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    TFMPI_ENFORCE_EQ(all[r].size(), counts[r] * elem);
+    std::memcpy(dst, all[r].data(), all[r].size());
+    dst += all[r].size();
+  }
+  return Status::Ok();
+}
+
+Status InProcCommunicator::Barrier() {
+  world_->Exchange(rank_, "");
+  return Status::Ok();
+}
+
+Status InProcCommunicator::BitwiseAnd(std::uint64_t* words, std::size_t n) {
+  auto all = world_->Exchange(
+      rank_, std::string(reinterpret_cast<const char*>(words), n * sizeof(std::uint64_t)));
+  for (const std::string& other : all) {
+    const auto* w = reinterpret_cast<const std::uint64_t*>(other.data());
+    for (std::size_t i = 0; i < n; ++i) words[i] &= w[i];
+  }
+  return Status::Ok();
+}
+
+Status InProcCommunicator::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {
+  auto got = world_->Exchange(rank_, mine);
+  if (rank_ == 0) *all = std::move(got);
+  else all->clear();
+  return Status::Ok();
+}
+
+Status InProcCommunicator::BroadcastFromRoot(std::string* data) {
+  auto got = world_->Exchange(rank_, rank_ == 0 ? *data : std::string());
+  if (rank_ != 0) *data = std::move(got[0]);
+  return Status::Ok();
+}
+
+}  // namespace tfmpi

@@ -1,0 +1,75 @@
+// MPI implementation of Communicator over a private duplicate of a parent
+// communicator (MPI_COMM_WORLD by default), so user MPI traffic can't collide
+// with the engine's.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tfmpi/transport/communicator.h"
+#include "tfmpi/transport/mpi/mpi_handles.h"
+
+namespace tfmpi {
+
+struct MpiOptions {
+  // Largest element count passed to one MPI call; larger buffers are split.
+  // MPI counts are int, so this is at most INT_MAX; tests lower it to
+  // exercise the splitting.
+  std::size_t max_message_elements = 2147483647;
+};
+
+// Owns MPI initialisation: initialises MPI (asking for MPI_THREAD_MULTIPLE)
+// unless it already is, and finalises it only if it initialised it.
+class MpiEnvironment {
+ public:
+  static Status Create(std::unique_ptr<MpiEnvironment>* out);
+  ~MpiEnvironment();
+  int thread_level() const { return thread_level_; }
+
+ private:
+  MpiEnvironment() = default;
+  bool owns_ = false;
+  int thread_level_ = 0;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  static Status Create(MPI_Comm parent, const MpiOptions& options,
+                       std::unique_ptr<MpiCommunicator>* out);
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
+  std::string name() const override;
+
+  Status Allreduce(const void* in, void* out, std::size_t count, DataType dtype,
+                   ReduceOp op) override;
+  Status Broadcast(void* buf, std::size_t count, DataType dtype, int root) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<std::size_t>& counts,
+                    DataType dtype) override;
+  Status Barrier() override;
+  Status BitwiseAnd(std::uint64_t* words, std::size_t n) override;
+  Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
+  Status BroadcastFromRoot(std::string* data) override;
+
+ private:
+  MpiCommunicator() = default;
+  MPI_Datatype TypeFor(DataType dtype) const;
+  Status OpFor(DataType dtype, ReduceOp op, MPI_Op* out) const;
+
+  MpiOptions options_;
+  mpi::Comm comm_;
+  mpi::Comm local_comm_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  mpi::Datatype half_type_;      // 2 opaque bytes, for float16 and bfloat16
+  mpi::Op f16_ops_[4];           // sum, min, max, product
+  mpi::Op bf16_ops_[4];
+};
+
+// "MPI_Allreduce failed: <MPI error string>" for a non-success MPI return code.
+Status MpiStatus(int rc, const char* what);
+
+}  // namespace tfmpi
