@@ -70,7 +70,7 @@ def _as_input(array):
     if not isinstance(array, np.ndarray):
         raise InvalidArgumentError(
             f"expected a numpy array, got {type(array).__name__}; wrap it with np.asarray()")
-    return np.ascontiguousarray(array)
+    return np.require(array, requirements="C")  # keeps 0-d arrays 0-d
 
 
 def allreduce_async(array, op="average", name=None):

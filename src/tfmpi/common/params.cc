@@ -32,7 +32,7 @@ bool ParseInteger(const std::string& text, bool allow_suffix, std::int64_t* out)
   std::int64_t mult = 1;
   if (allow_suffix) {
     std::string l = Lower(t);
-    if (l.size() > 3 && l.compare(l.size() - 3, 3, "ib") == 0) l.erase(l.size() - 2);  // "MiB"
+    if (l.size() > 3 && l.compare(l.size() - 2, 2, "ib") == 0) l.erase(l.size() - 2);  // "MiB"
     else if (l.size() > 2 && l.back() == 'b' && std::isalpha(static_cast<unsigned char>(l[l.size() - 2]))) l.pop_back();  // "MB"
     char last = l.back();
     const std::string units = "kmgt";

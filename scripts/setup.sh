@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs whatever is missing for tfmpi on Debian (apt and pip packages), then
+# builds and installs tfmpi itself. Idempotent: a second run only rebuilds
+# what changed.
+#   scripts/setup.sh              everything
+#   scripts/setup.sh --deps-only  system and Python dependencies, not tfmpi
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+APT_PACKAGES=(g++ pkg-config openmpi-bin libopenmpi-dev libgtest-dev googletest
+              nlohmann-json3-dev libfmt-dev)
+PIP_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.10" "cmake>=3.20" ninja "numpy>=1.22"
+              "pytest>=7")
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "tfmpi setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+"$PYTHON" -c "import packaging" 2>/dev/null || "$PYTHON" -m pip install -q packaging
+pip_missing=()
+for spec in "${PIP_PACKAGES[@]}"; do
+  "$PYTHON" - "$spec" <<'PY' || pip_missing+=("$spec")
+import sys
+from importlib.metadata import version, PackageNotFoundError
+from packaging.requirements import Requirement
+req = Requirement(sys.argv[1])
+try:
+    sys.exit(0 if req.specifier.contains(version(req.name), prereleases=True) else 1)
+except PackageNotFoundError:
+    sys.exit(1)
+PY
+done
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "tfmpi setup: installing Python packages: ${pip_missing[*]}"
+  "$PYTHON" -m pip install -q "${pip_missing[@]}"
+fi
+
+[ "${1:-}" = "--deps-only" ] && exit 0
+
+echo "tfmpi setup: building and installing tfmpi (incremental)"
+# No build isolation: the build uses the packages installed above, and the
+# build directory (build/<wheel tag>) is kept, so rebuilds are incremental.
+"$PYTHON" -m pip install -q --no-build-isolation --no-deps . 2>&1 | grep -v "Running pip as the 'root' user" || true
+"$PYTHON" -c "import tfmpi._core" || { echo "tfmpi setup: the build did not install" >&2; exit 1; }

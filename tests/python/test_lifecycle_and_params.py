@@ -1,0 +1,86 @@
+"""Init/shutdown rules, the parameter registry, and the timeline, each in fresh processes."""
+
+import json
+import sys
+
+from mpirun_util import run, run_python
+
+SNIPPET_BEFORE_INIT = """
+import os
+import numpy as np, tfmpi
+def print(tag, e):  # one write per line so ranks' lines don't interleave
+    os.write(1, f"{tag} {e}\\n".encode())
+try:
+    tfmpi.allreduce(np.ones(2))
+except tfmpi.NotInitializedError as e:
+    print("BEFORE:", e)
+tfmpi.init()
+tfmpi.shutdown()
+try:
+    tfmpi.allreduce(np.ones(2))
+except tfmpi.NotInitializedError as e:
+    print("AFTER:", e)
+try:
+    tfmpi.rank()
+except tfmpi.NotInitializedError as e:
+    print("RANK:", e)
+"""
+
+
+def test_collective_before_init_and_after_shutdown():
+    r = run_python(2, ["-c", SNIPPET_BEFORE_INIT], timeout=120)
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.count("BEFORE: tfmpi is not initialised: call tfmpi.init() first") == 2
+    assert r.stdout.count("AFTER: tfmpi has been shut down") == 2
+    assert r.stdout.count("RANK: tfmpi") == 2
+
+
+def test_invalid_parameter_is_rejected_at_init():
+    r = run_python(1, ["-c", "import tfmpi; tfmpi.init()"], timeout=120,
+                   env={"TFMPI_CACHE_CAPACITY": "-5"})
+    assert r.returncode != 0
+    assert "invalid value '-5' for TFMPI_CACHE_CAPACITY: expected an integer in [0, 1048576]" in r.stdout
+
+
+def test_params_table_lists_every_knob():
+    r = run([sys.executable, "-m", "tfmpi.params"], timeout=60)
+    assert r.returncode == 0, r.stdout
+    for name in ["TFMPI_FUSION_THRESHOLD", "TFMPI_CYCLE_TIME_MS", "TFMPI_CACHE_CAPACITY",
+                 "TFMPI_TIMELINE", "TFMPI_LOG_LEVEL", "TFMPI_DIRECT_THRESHOLD"]:
+        assert name in r.stdout
+    bad = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
+              env={"TFMPI_LOG_LEVEL": "loud"})
+    assert bad.returncode == 1 and "TFMPI_LOG_LEVEL" in bad.stdout and "loud" in bad.stdout
+    good = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
+               env={"TFMPI_FUSION_THRESHOLD": "16MiB"})
+    assert good.returncode == 0, good.stdout
+
+
+TIMELINE_SNIPPET = """
+import numpy as np, tfmpi
+tfmpi.init()
+for i in range(3):
+    hs = [tfmpi.allreduce_async(np.ones(100, np.float32), op="sum", name=f"grad/{j}") for j in range(5)]
+    [h.wait() for h in hs]
+tfmpi.shutdown()
+"""
+
+
+def test_timeline_is_chrome_trace_json(tmp_path):
+    path = tmp_path / "timeline.json"
+    r = run_python(2, ["-c", TIMELINE_SNIPPET], timeout=120, env={"TFMPI_TIMELINE": str(path)})
+    assert r.returncode == 0, r.stdout
+    events = json.loads(path.read_text())
+    phases = {e["name"] for e in events if e.get("ph") == "X"}
+    assert {"NEGOTIATE", "WAIT", "FUSE", "COLLECTIVE", "COPY_OUT"} <= phases
+    rows = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {f"grad/{j}" for j in range(5)} <= rows
+    assert all(e["dur"] >= 0 for e in events if e.get("ph") == "X")
+
+
+def test_log_level_tags_rank():
+    r = run_python(2, ["-c", "import tfmpi; tfmpi.init(); tfmpi.shutdown()"], timeout=120,
+                   env={"TFMPI_LOG_LEVEL": "info"})
+    assert r.returncode == 0, r.stdout
+    assert "[tfmpi 0/2 info] engine started" in r.stdout
+    assert "[tfmpi 1/2 info] engine started" in r.stdout
