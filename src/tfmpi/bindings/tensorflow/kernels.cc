@@ -1,0 +1,223 @@
+// Asynchronous TensorFlow kernels: each hands its tensors to the process-wide
+// engine and completes from the engine's callback (on the engine's thread).
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tfmpi/bindings/tensorflow/tf_status.h"
+#include "tfmpi/runtime/global_engine.h"
+
+namespace tfmpi::tf {
+namespace {
+
+using ::tensorflow::AsyncOpKernel;
+using ::tensorflow::OpKernelConstruction;
+using ::tensorflow::OpKernelContext;
+using ::tensorflow::Tensor;
+using ::tensorflow::TensorShape;
+
+Shape ShapeOf(const Tensor& t) {
+  Shape s;
+  for (int i = 0; i < t.dims(); ++i) s.push_back(t.dim_size(i));
+  return s;
+}
+
+void* DataOf(const Tensor& t) { return const_cast<char*>(t.tensor_data().data()); }
+
+// Completes an op after `pending` engine requests finished; keeps the first error.
+class Countdown {
+ public:
+  Countdown(OpKernelContext* ctx, AsyncOpKernel::DoneCallback done, int pending)
+      : ctx_(ctx), done_(std::move(done)), pending_(pending) {}
+  void Finish(const Status& s) {
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (first_error_.ok()) first_error_ = s;
+    }
+    if (--pending_ == 0) {
+      if (!first_error_.ok()) ctx_->SetStatus(ToTfStatus(first_error_));
+      done_();
+    }
+  }
+
+ private:
+  OpKernelContext* ctx_;
+  AsyncOpKernel::DoneCallback done_;
+  std::atomic<int> pending_;
+  std::mutex mu_;
+  Status first_error_;
+};
+
+// Validates the dtype, fills the common request fields and enqueues it.
+// On an enqueue error, finishes the countdown with it.
+void Submit(OpKernelContext* ctx, Engine* engine, Request req, const Tensor& input,
+            const std::shared_ptr<Countdown>& countdown) {
+  DataType dtype;
+  if (!ToTfmpiDtype(input.dtype(), &dtype)) {
+    countdown->Finish(Status::InvalidArgument("unsupported dtype for tfmpi"));
+    return;
+  }
+  req.meta.dtype = dtype;
+  req.meta.shape = ShapeOf(input);
+  req.input = input.tensor_data().data();
+  req.done = [countdown](const Status& s) { countdown->Finish(s); };
+  Status s = engine->Enqueue(std::move(req));
+  if (!s.ok()) countdown->Finish(s);
+}
+
+Engine* EngineOrFail(OpKernelContext* ctx, const AsyncOpKernel::DoneCallback& done) {
+  Status why;
+  Engine* e = GlobalEngine(&why);
+  if (!e) {
+    ctx->SetStatus(ToTfStatus(why));
+    done();
+  }
+  return e;
+}
+
+ReduceOp ReduceOpAttr(OpKernelConstruction* c) {
+  std::string op = "sum";
+  auto s = c->GetAttr("reduce_op", &op);
+  if (!s.ok()) c->CtxFailure(s);
+  return ParseReduceOp(op).value_or(ReduceOp::kSum);
+}
+
+// Allreduce and grouped allreduce: output i is input i reduced over ranks.
+class AllreduceOp : public AsyncOpKernel {
+ public:
+  explicit AllreduceOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    op_ = ReduceOpAttr(c);
+    if (c->HasAttr("tensor_names")) {
+      OP_REQUIRES_OK(c, c->GetAttr("tensor_names", &names_));
+    } else {
+      names_.resize(1);
+      OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &names_[0]));
+    }
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Engine* engine = EngineOrFail(ctx, done);
+    if (!engine) return;
+    const int n = ctx->num_inputs();
+    OP_REQUIRES_ASYNC(ctx, static_cast<int>(names_.size()) == n,
+                      absl::InvalidArgumentError("tensor_names must name every input"), done);
+    std::vector<Tensor*> outputs(n);
+    for (int i = 0; i < n; ++i)
+      OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output(
+                                    {i}, i, ctx->input(i).shape(), &outputs[i]),
+                           done);
+    auto countdown = std::make_shared<Countdown>(ctx, std::move(done), n);
+    for (int i = 0; i < n; ++i) {
+      Request req;
+      req.meta.name = names_[i];
+      req.meta.kind = CollectiveKind::kAllreduce;
+      req.meta.op = op_;
+      req.output = DataOf(*outputs[i]);
+      Submit(ctx, engine, std::move(req), ctx->input(i), countdown);
+    }
+  }
+
+ private:
+  ReduceOp op_ = ReduceOp::kSum;
+  std::vector<std::string> names_;
+};
+
+class BroadcastOp : public AsyncOpKernel {
+ public:
+  explicit BroadcastOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
+    if (c->HasAttr("tensor_names")) {
+      OP_REQUIRES_OK(c, c->GetAttr("tensor_names", &names_));
+    } else {
+      names_.resize(1);
+      OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &names_[0]));
+    }
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Engine* engine = EngineOrFail(ctx, done);
+    if (!engine) return;
+    const int n = ctx->num_inputs();
+    OP_REQUIRES_ASYNC(ctx, static_cast<int>(names_.size()) == n,
+                      absl::InvalidArgumentError("tensor_names must name every input"), done);
+    std::vector<Tensor*> outputs(n);
+    for (int i = 0; i < n; ++i)
+      OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output(
+                                    {i}, i, ctx->input(i).shape(), &outputs[i]),
+                           done);
+    auto countdown = std::make_shared<Countdown>(ctx, std::move(done), n);
+    for (int i = 0; i < n; ++i) {
+      Request req;
+      req.meta.name = names_[i];
+      req.meta.kind = CollectiveKind::kBroadcast;
+      req.meta.root = root_;
+      req.output = DataOf(*outputs[i]);
+      Submit(ctx, engine, std::move(req), ctx->input(i), countdown);
+    }
+  }
+
+ private:
+  int root_ = 0;
+  std::vector<std::string> names_;
+};
+
+class AllgatherOp : public AsyncOpKernel {
+ public:
+  explicit AllgatherOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name_));
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Engine* engine = EngineOrFail(ctx, done);
+    if (!engine) return;
+    OP_REQUIRES_ASYNC(ctx, ctx->input(0).dims() >= 1,
+                      absl::InvalidArgumentError("tfmpi allgather needs a tensor of rank >= 1"),
+                      done);
+    auto countdown = std::make_shared<Countdown>(ctx, std::move(done), 1);
+    Request req;
+    req.meta.name = name_;
+    req.meta.kind = CollectiveKind::kAllgather;
+    req.allocate_output = [ctx](const Shape& shape) -> void* {
+      TensorShape ts;
+      for (std::int64_t d : shape) ts.AddDim(d);
+      Tensor* out = nullptr;
+      if (!ctx->allocate_output(0, ts, &out).ok()) return nullptr;
+      return DataOf(*out);
+    };
+    Submit(ctx, engine, std::move(req), ctx->input(0), countdown);
+  }
+
+ private:
+  std::string name_;
+};
+
+class WorldOp : public ::tensorflow::OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Status why;
+    Engine* e = GlobalEngine(&why);
+    OP_REQUIRES_OK(ctx, ToTfStatus(why));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({4}), &out));
+    auto v = out->vec<std::int32_t>();
+    v(0) = e->rank();
+    v(1) = e->size();
+    v(2) = e->local_rank();
+    v(3) = e->local_size();
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("TfmpiAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiAllgather").Device(::tensorflow::DEVICE_CPU), AllgatherOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiWorld").Device(::tensorflow::DEVICE_CPU), WorldOp);
+
+}  // namespace
+}  // namespace tfmpi::tf
