@@ -1,0 +1,35 @@
+"""Start-up hook that tfmpirun puts first on PYTHONPATH.
+
+It chain-loads the sitecustomize this one shadows (Debian's Python ships one),
+then, in a process launched by tfmpirun, turns on transparent mode.
+"""
+
+import importlib.util
+import os
+import sys
+
+
+def _chain_load_shadowed():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        folder = os.path.abspath(entry or os.curdir)
+        if folder == here:
+            continue
+        for candidate in (os.path.join(folder, "sitecustomize.py"),
+                          os.path.join(folder, "sitecustomize", "__init__.py")):
+            if os.path.isfile(candidate):
+                spec = importlib.util.spec_from_file_location("_tfmpi_shadowed_sitecustomize", candidate)
+                module = importlib.util.module_from_spec(spec)
+                try:
+                    spec.loader.exec_module(module)
+                except Exception as e:  # the shadowed hook's failure must not stop the run
+                    print(f"tfmpi: the shadowed {candidate} failed: {e}", file=sys.stderr)
+                return
+
+
+_chain_load_shadowed()
+
+if os.environ.get("TFMPI_TRANSPARENT") == "1":
+    from tfmpi.transparent import activate
+
+    activate()

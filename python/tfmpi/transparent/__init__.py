@@ -1,0 +1,37 @@
+"""Transparent data-parallel mode: an unmodified Keras / TensorFlow script,
+started by tfmpirun, trains on every rank as the 1-process run would.
+
+activate() runs at interpreter start-up (see tfmpi/_site/sitecustomize.py). It
+starts the engine, makes ranks other than 0 quiet, agrees on a random seed, and
+registers hooks that patch TensorFlow and Keras when the script imports them.
+The patches hold no communication logic: every collective is a tfmpi op.
+"""
+
+import os
+import sys
+
+from tfmpi.transparent import config, state
+
+
+def activate():
+    # Children of this process (subprocess, multiprocessing spawn) must not
+    # start their own engines.
+    os.environ.pop("TFMPI_TRANSPARENT", None)
+    if state.active:
+        return
+    import tfmpi
+
+    try:
+        tfmpi.init()
+    except tfmpi.TfmpiError as e:
+        print(f"tfmpi: {e}", file=sys.stderr)
+        raise SystemExit(2)
+    state.rank, state.size = tfmpi.rank(), tfmpi.size()
+    state.active = True
+    state.options = config.load()
+
+    from tfmpi.transparent import output, seeds, import_hooks
+
+    output.configure(state.rank, state.options)
+    seeds.agree_on_seed(state.options)
+    import_hooks.install()

@@ -1,0 +1,40 @@
+"""Options of transparent mode, from TFMPI_* variables set by tfmpirun (or by hand)."""
+
+import dataclasses
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    batch_mode: str = "global"       # "global": split each batch; "per-rank": each rank takes its own batches
+    all_ranks_output: bool = False   # ranks other than 0 print too
+    sync_batchnorm: bool = False     # BatchNormalization statistics over the global batch
+    seed: int = None                 # shared seed (tfmpirun picks one per launch)
+
+
+def _bool(name, default):
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"tfmpi: invalid value {value!r} for {name}: expected 1/0, true/false, yes/no, on/off")
+
+
+def load():
+    mode = os.environ.get("TFMPI_BATCH_MODE", "global").strip().lower()
+    if mode not in ("global", "per-rank"):
+        raise SystemExit(f"tfmpi: invalid value {mode!r} for TFMPI_BATCH_MODE: expected global or per-rank")
+    seed = os.environ.get("TFMPI_SEED")
+    if seed is not None:
+        try:
+            seed = int(seed)
+        except ValueError:
+            raise SystemExit(f"tfmpi: invalid value {seed!r} for TFMPI_SEED: expected an integer") from None
+    return Options(batch_mode=mode,
+                   all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
+                   sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
+                   seed=seed)

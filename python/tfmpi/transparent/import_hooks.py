@@ -1,0 +1,67 @@
+"""Patch TensorFlow and Keras right after the script imports them (importing
+them at start-up would slow every Python process tfmpirun starts)."""
+
+import importlib.abc
+import sys
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner, after):
+        self._inner = inner
+        self._after = after
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module):
+        self._inner.exec_module(module)
+        self._after(module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, hooks):
+        self._hooks = hooks  # module name -> callable(module), run once
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self._hooks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None:
+            return spec
+        hook = self._hooks.pop(fullname)
+        spec.loader = _Loader(spec.loader, hook)
+        return spec
+
+
+def _on_tensorflow(module):
+    from tfmpi.transparent import tf_patches
+
+    tf_patches.install(module)
+
+
+def _on_keras(module):
+    from tfmpi.transparent import keras_patches
+
+    keras_patches.install()
+
+
+def _on_tf_keras(module):
+    raise ImportError(
+        "tfmpi: transparent mode supports Keras 3 (the default tf.keras since TensorFlow 2.16); "
+        "tf_keras / TF_USE_LEGACY_KERAS=1 is not supported yet. Unset TF_USE_LEGACY_KERAS to "
+        "train with Keras 3, or run without tfmpirun.")
+
+
+def install():
+    hooks = {"tensorflow": _on_tensorflow, "keras": _on_keras, "tf_keras": _on_tf_keras}
+    for name in list(hooks):
+        if name in sys.modules:  # already imported: patch now
+            hooks.pop(name)(sys.modules[name])
+    sys.meta_path.insert(0, _Finder(hooks))

@@ -1,0 +1,21 @@
+"""Applies every Keras patch of transparent mode, once Keras is imported."""
+
+from tfmpi.transparent import seeds, state
+
+_installed = False
+
+
+def install():
+    global _installed
+    if _installed or not state.active:
+        return
+    _installed = True
+    from tfmpi.transparent import (batchnorm, metrics_patches, optimizer_patches, side_effects,
+                                   trainer_patches)
+
+    seeds.seed_keras()
+    optimizer_patches.install()
+    trainer_patches.install()
+    metrics_patches.install()
+    side_effects.install()
+    batchnorm.install()

@@ -1,0 +1,133 @@
+"""Global values for everything a run prints or returns.
+
+Note [Global metrics]
+Every rank updates its metrics on its own slice. Keras metrics keep additive
+state (totals and counts, confusion counts), so summing each state variable
+over ranks gives the state the 1-process run would have after the same global
+batches; Metric.stateless_result turns it into the global value. This runs
+wherever Keras reads results (get_metrics_result: in the step, at epoch end, in
+evaluate) and, for custom loops, in Metric.result() called eagerly.
+Losses: a Keras Loss called on a slice returns the global loss
+sum_i w_i * L_i in its forward value, while its gradient stays the local one
+(the optimizer wrapper weights and sums gradients), so a custom loop that
+prints its loss prints the 1-process value.
+"""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+
+from tfmpi.tensorflow import ops as tops
+from tfmpi.transparent import collectives, state
+
+_local = threading.local()
+_SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
+
+
+@contextlib.contextmanager
+def _inside(flag):
+    setattr(_local, flag, getattr(_local, flag, 0) + 1)
+    try:
+        yield
+    finally:
+        setattr(_local, flag, getattr(_local, flag) - 1)
+
+
+def _active(flag):
+    return getattr(_local, flag, 0) > 0
+
+
+def global_results(metrics, prefix):
+    """[(metric, result)] computed from the sum of every rank's metric state."""
+    values, names = [], []
+    for m_index, m in enumerate(metrics):
+        for v_index, v in enumerate(m.variables):
+            values.append(tf.convert_to_tensor(v))
+            names.append(f"tfmpi/metrics/{prefix}/{m_index}/{v_index}")
+    summable = [i for i, t in enumerate(values) if t.dtype in _SUMMABLE]
+    if summable:
+        reduced = tops.grouped_allreduce([values[i] for i in summable], op="sum",
+                                         names=[names[i] for i in summable])
+        for i, r in zip(summable, reduced):
+            values[i] = r
+    out, k = [], 0
+    with _inside("stateless"):
+        for m in metrics:
+            n = len(m.variables)
+            out.append((m, m.stateless_result(values[k:k + n]) if n else m.result()))
+            k += n
+    return out
+
+
+def _get_metrics_result(self):
+    from keras.src.utils import python_utils
+
+    results = {}
+    for metric, result in global_results(self.metrics, f"model{collectives.object_id(self, 'model')}"):
+        if isinstance(result, dict):
+            results.update(result)
+        else:
+            results[metric.name] = result
+    return python_utils.pythonify_logs(results)
+
+
+def _wrap_result(original):
+    def result(self):
+        if _active("stateless") or not tf.executing_eagerly() or state.size == 1 \
+                or not self.variables:
+            return original(self)
+        (metric, value), = global_results([self], f"metric{collectives.object_id(self, 'metric')}")
+        return value
+
+    result._tfmpi_wrapped = True
+    return result
+
+
+def _wrap_loss_call(original):
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if _active("loss") or state.size == 1:
+            return original(self, y_true, y_pred, sample_weight)
+        with _inside("loss"):
+            local = original(self, y_true, y_pred, sample_weight)
+        if getattr(local, "shape", None) is None or local.shape.rank != 0:
+            return local  # reduction="none": per-sample values stay local
+        name = f"tfmpi/loss/{collectives.object_id(self, 'loss')}"
+
+        @tf.custom_gradient
+        def globalize(x):
+            weighted = x * tf.cast(state.batch_weight, x.dtype)
+            total = tops.allreduce(weighted, op="sum", name=name)
+
+            def grad(upstream):  # the optimizer weights and sums the local gradients
+                return upstream
+
+            return total, grad
+
+        return globalize(local)
+
+    __call__._tfmpi_wrapped = True
+    return __call__
+
+
+def _all_subclasses(cls):
+    seen, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        seen.append(c)
+        todo.extend(c.__subclasses__())
+    return seen
+
+
+def install():
+    import keras  # noqa: F401  (loads every built-in metric class)
+    from keras.src.losses.loss import Loss
+    from keras.src.metrics.metric import Metric
+    from keras.src.trainers.trainer import Trainer
+
+    Trainer.get_metrics_result = _get_metrics_result
+    for cls in _all_subclasses(Metric):
+        if "result" in cls.__dict__ and not getattr(cls.__dict__["result"], "_tfmpi_wrapped", False):
+            cls.result = _wrap_result(cls.__dict__["result"])
+    if not getattr(Loss.__call__, "_tfmpi_wrapped", False):
+        Loss.__call__ = _wrap_loss_call(Loss.__call__)

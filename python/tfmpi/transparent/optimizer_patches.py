@@ -1,0 +1,71 @@
+"""Gradient averaging at the one point every Keras 3 training path passes:
+optimizer.apply (apply_gradients calls it; so does model.fit's train_step).
+
+Note [Where gradients are reduced]
+The wrapper reduces sum_i w_i * g_i (w_i = this rank's share of the global
+batch, batching.py) before the wrapped apply runs, so clipping, weight decay,
+loss-scale finiteness checks and the update itself all see the global
+gradient, as in the 1-process run. LossScaleOptimizer overrides apply and
+calls its inner optimizer's apply: the outermost wrapper reduces, nested ones
+pass through, so no rank can disagree on the finite check. Before the first
+update, the variables being trained are broadcast from rank 0.
+"""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+
+from tfmpi.transparent import collectives, state
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def _reducing():
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+
+
+def _sync_before_first_update(opt, variables, prefix):
+    if tf.executing_eagerly():
+        if not getattr(opt, "_tfmpi_synced", False):
+            collectives.broadcast_variables(variables, prefix)
+            object.__setattr__(opt, "_tfmpi_synced", True)
+        return
+    tf.cond(tf.equal(opt.iterations, 0),
+            lambda: collectives.broadcast_variables(variables, prefix),
+            tf.no_op)
+
+
+def wrap_apply(original):
+    def apply(self, grads, trainable_variables=None):
+        if getattr(_local, "depth", 0) > 0 or state.size == 1:
+            return original(self, grads, trainable_variables)
+        grads = list(grads)
+        if not grads:
+            return original(self, grads, trainable_variables)
+        if trainable_variables is None:
+            variables = list(self._trainable_variables)
+        else:
+            trainable_variables = list(trainable_variables)
+            variables = trainable_variables
+        prefix = f"opt{collectives.object_id(self, 'optimizer')}"
+        _sync_before_first_update(self, variables, prefix)
+        reduced = collectives.reduce_gradients(grads, variables, state.batch_weight, prefix)
+        with _reducing():
+            return original(self, reduced, trainable_variables)
+
+    apply._tfmpi_wrapped = True
+    return apply
+
+
+def install():
+    from keras.src.optimizers import base_optimizer, loss_scale_optimizer
+
+    for cls in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
+        if not getattr(cls.apply, "_tfmpi_wrapped", False):
+            cls.apply = wrap_apply(cls.apply)

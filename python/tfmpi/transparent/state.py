@@ -1,0 +1,11 @@
+"""Process-wide state of transparent mode."""
+
+active = False
+rank = 0
+size = 1
+options = None
+seed = None
+
+# tf.Variable: this rank's share s_i / B of the current global batch (see
+# batching.py). Created when TensorFlow is imported.
+batch_weight = None
