@@ -60,7 +60,16 @@ def global_results(metrics, prefix):
     return out
 
 
-def _get_metrics_result(self):
+def _wrap_get_metrics_result(original):
+    def get_metrics_result(self):
+        if state.size == 1:
+            return original(self)
+        return _global_metrics_result(self)
+
+    return get_metrics_result
+
+
+def _global_metrics_result(self):
     from keras.src.utils import python_utils
 
     results = {}
@@ -125,7 +134,7 @@ def install():
     from keras.src.metrics.metric import Metric
     from keras.src.trainers.trainer import Trainer
 
-    Trainer.get_metrics_result = _get_metrics_result
+    Trainer.get_metrics_result = _wrap_get_metrics_result(Trainer.get_metrics_result)
     for cls in _all_subclasses(Metric):
         if "result" in cls.__dict__ and not getattr(cls.__dict__["result"], "_tfmpi_wrapped", False):
             cls.result = _wrap_result(cls.__dict__["result"])

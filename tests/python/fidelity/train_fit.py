@@ -1,0 +1,46 @@
+"""model.fit fidelity run: MLP on digits, ragged last batch, shuffle, validation,
+class weights, a ModelCheckpoint named by PID. Usage: train_fit.py OUT_DIR [BN]"""
+
+import os
+import sys
+
+import keras
+
+import common
+
+common.setup_determinism()
+keras.utils.set_random_seed(3)
+x, y = common.digits()
+with_bn = len(sys.argv) > 2 and sys.argv[2] == "bn"
+
+layers = [keras.Input(shape=(64,)), keras.layers.Dense(32)]
+if with_bn:
+    layers.append(keras.layers.BatchNormalization())
+layers += [keras.layers.Activation("relu"), keras.layers.Dense(10, activation="softmax")]
+model = keras.Sequential(layers)
+model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+              loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+
+class RecordLoss(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.losses = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.losses.append(logs["loss"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        print(f"EPOCH {epoch} loss={logs['loss']:.8f} val_loss={logs['val_loss']:.8f}", flush=True)
+
+
+record = RecordLoss()
+checkpoint = keras.callbacks.ModelCheckpoint(
+    os.path.join(common.out_dir(), f"ckpt-{os.getpid()}.weights.h5"), save_weights_only=True)
+# 1437 training samples / batch 50: 29 steps per epoch, the last one ragged (37).
+model.fit(x[:1437], y[:1437], batch_size=50, epochs=4, shuffle=True, verbose=0,
+          validation_data=(x[1437:], y[1437:]), class_weight={i: 1.0 + 0.1 * i for i in range(10)},
+          callbacks=[record, checkpoint])
+loss, acc = model.evaluate(x[1437:], y[1437:], verbose=0)
+print(f"EVAL loss={loss:.8f} acc={acc:.8f}", flush=True)
+common.write_run(record.losses, model)
