@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
 APT_PACKAGES=(g++ pkg-config openmpi-bin libopenmpi-dev libgtest-dev googletest
-              nlohmann-json3-dev libfmt-dev)
+              nlohmann-json3-dev libfmt-dev libcli11-dev dataset-fashion-mnist)
+# TensorFlow must be importable when tfmpi builds: its ops compile against it.
 PIP_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.10" "cmake>=3.20" ninja "numpy>=1.22"
-              "pytest>=7")
+              "pytest>=7" "tensorflow-cpu>=2.16,<2.22" "keras>=3.5,<3.16" scikit-learn h5py)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -51,3 +52,5 @@ echo "tfmpi setup: building and installing tfmpi (incremental)"
 # build directory (build/<wheel tag>) is kept, so rebuilds are incremental.
 "$PYTHON" -m pip install -q --no-build-isolation --no-deps . 2>&1 | grep -v "Running pip as the 'root' user" || true
 "$PYTHON" -c "import tfmpi._core" || { echo "tfmpi setup: the build did not install" >&2; exit 1; }
+TF_CPP_MIN_LOG_LEVEL=3 "$PYTHON" -c "import tfmpi.tensorflow" 2>/dev/null ||
+  { echo "tfmpi setup: the TensorFlow ops did not build or load" >&2; exit 1; }

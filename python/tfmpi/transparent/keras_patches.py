@@ -10,8 +10,8 @@ def install():
     if _installed or not state.active:
         return
     _installed = True
-    from tfmpi.transparent import (batchnorm, metrics_patches, optimizer_patches, side_effects,
-                                   trainer_patches)
+    from tfmpi.transparent import (batchnorm, metrics_patches, optimizer_patches, per_rank,
+                                   side_effects, trainer_patches)
 
     seeds.seed_keras()
     optimizer_patches.install()
@@ -19,3 +19,4 @@ def install():
     metrics_patches.install()
     side_effects.install()
     batchnorm.install()
+    per_rank.install()

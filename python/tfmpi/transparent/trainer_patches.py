@@ -98,7 +98,7 @@ def _patch_loops(TensorFlowTrainer):
         def make(original):
             @functools.wraps(original)
             def run(self, *args, **kwargs):
-                with loops.keras_loop():
+                with loops.keras_loop(original.__name__):
                     try:
                         return original(self, *args, **kwargs)
                     finally:

@@ -1,0 +1,66 @@
+"""Synthetic-data ResNet-50 training throughput (keras.applications, weights=None;
+nothing is downloaded). No tfmpi import: under tfmpirun each rank takes its
+slice of every global batch.
+
+    python examples/resnet50_synthetic.py --batch-size 16 --steps 12
+    tfmpirun -np 2 python examples/resnet50_synthetic.py --batch-size 16 --steps 12
+
+Prints images/second over the timed steps (the first --warmup steps are not timed).
+"""
+
+import argparse
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class Throughput(keras.callbacks.Callback):
+    def __init__(self, warmup, batch_size):
+        super().__init__()
+        self.warmup, self.batch_size = warmup, batch_size
+        self.start = None
+        self.steps = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch + 1 == self.warmup:
+            self.start = time.perf_counter()
+        elif batch + 1 > self.warmup:
+            self.steps += 1
+
+    def images_per_second(self):
+        return self.steps * self.batch_size / (time.perf_counter() - self.start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=16, help="global batch size")
+    parser.add_argument("--image-size", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: TF default)")
+    args = parser.parse_args()
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+
+    keras.utils.set_random_seed(0)
+    model = keras.applications.ResNet50(weights=None, input_shape=(args.image_size,) * 2 + (3,),
+                                        classes=1000)
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+    n = args.batch_size * args.steps
+    rng = np.random.default_rng(0)
+    x = rng.random((args.batch_size, args.image_size, args.image_size, 3), dtype=np.float32)
+    y = rng.integers(0, 1000, args.batch_size)
+    data = tf.data.Dataset.from_tensors((x, y)).repeat(args.steps)
+    meter = Throughput(args.warmup, args.batch_size)
+    model.fit(data, epochs=1, verbose=0, callbacks=[meter])
+    params = model.count_params()
+    print(f"resnet50 synthetic: {params / 1e6:.1f} M parameters, global batch {args.batch_size}, "
+          f"{args.image_size}x{args.image_size}: {meter.images_per_second():.2f} images/s "
+          f"over {meter.steps} steps ({n} images in all)")
+
+
+if __name__ == "__main__":
+    main()

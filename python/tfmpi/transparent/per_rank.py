@@ -1,0 +1,51 @@
+"""Per-rank batch mode (TFMPI_BATCH_MODE=per-rank): each rank trains on whole
+batches of its own, global batch N*B.
+
+model.fit's training batches are dealt round-robin: rank i takes batches
+i, i+N, i+2N, ... of the batches the script's data produces, and every rank
+runs the same number of steps (the last num_batches % N batches of an epoch
+are dropped), so no rank waits for data another rank never has. Evaluation and
+prediction are not sharded (every rank runs them whole; metrics stay exact).
+Gradients are averaged with equal weights.
+"""
+
+from tfmpi.transparent import loops, state
+
+
+def install():
+    if state.options.batch_mode != "per-rank" or state.size == 1:
+        return
+    from keras.src.backend.tensorflow.trainer import TFEpochIterator
+
+    original_init = TFEpochIterator.__init__
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        if not loops.claim_training_iterator():
+            return
+        batches = self.data_adapter.num_batches
+        if batches is None and not self.steps_per_epoch:
+            raise ValueError(
+                "tfmpi: per-rank batch mode needs to know how many batches an epoch has, so "
+                "that every rank runs the same number of steps: pass steps_per_epoch to fit, "
+                "or use data of known size (numpy arrays, a dataset with known cardinality)")
+        dataset = self.data_adapter.get_tf_dataset()
+        if batches is not None:
+            per_rank = batches // state.size
+            if per_rank == 0:
+                raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't "
+                                 f"be dealt to {state.size} ranks")
+            dataset = dataset.take(per_rank * state.size)
+            self._tfmpi_num_batches = per_rank
+            self._num_batches = per_rank
+        self._distributed_dataset = dataset.shard(state.size, state.rank)
+
+    original_reset = TFEpochIterator.reset
+
+    def reset(self):
+        original_reset(self)
+        if getattr(self, "_tfmpi_num_batches", None) is not None:
+            self._num_batches = self._tfmpi_num_batches
+
+    TFEpochIterator.__init__ = __init__
+    TFEpochIterator.reset = reset

@@ -1,0 +1,65 @@
+#include "tfmpi/launcher/cli_help.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace tfmpi::launcher {
+
+namespace {
+
+constexpr const char* kDescription =
+    "tfmpirun: run an unchanged TensorFlow/Keras training script data-parallel on N MPI ranks.\n"
+    "It checks COMMAND, then execs mpirun (Open MPI or MPICH, detected from `mpirun --version`)\n"
+    "with the environment that turns on tfmpi's transparent mode. Its exit status is mpirun's:\n"
+    "that of the first rank that failed.";
+
+constexpr const char* kFooter = R"(Environment set for every rank (forwarded with -x by Open MPI, -genv by MPICH):
+  TFMPI_TRANSPARENT=1       turns on transparent mode in each Python rank
+  PYTHONPATH                tfmpi's start-up hook folder (sitecustomize) is put first
+  TFMPI_SEED                --seed, else TFMPI_SEED from the environment, else a random seed
+  TFMPI_BATCH_MODE          --batch-mode
+  TFMPI_SYNC_BATCHNORM=1    --sync-batchnorm
+  TFMPI_ALL_RANKS_OUTPUT=1  --all-ranks-output, --output-filename
+Every other TFMPI_* variable already set is forwarded too (list them: python -m tfmpi.params).
+
+Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own thread pools),
+--allow-run-as-root when run as root, --oversubscribe when N exceeds the local cores and no
+hosts are given.
+
+COMMAND: must be found on PATH (or be a path to an executable). When it is python, python3 or
+python3.X, the script must exist (-m MODULE and -c CODE are fine), and -S, -I and -E are
+refused: they stop Python from loading the start-up hook, so transparent mode cannot turn on.
+A COMMAND that is not Python (e.g. a shell script that runs python) gets the same environment.
+Everything after COMMAND is passed to it untouched.
+
+Exit status: mpirun's; 2 for a usage error; 127 when mpirun or COMMAND is not found.
+
+Examples:
+  tfmpirun -np 4 python train.py --epochs 10
+  tfmpirun -np 8 -H node1:4,node2:4 --batch-mode per-rank python train.py
+  tfmpirun -np 2 --dry-run -- python -m mypackage.train)";
+
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    if (opt->check_lname("num-proc")) return "-np, -n, --num-proc";
+    return CLI::Formatter::make_option_name(opt, is_positional);
+  }
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: tfmpirun -np N [-H HOST:SLOTS,... | --hostfile FILE] [OPTIONS] [--] COMMAND [ARGS...]\n";
+  }
+};
+
+}  // namespace
+
+void ConfigureHelp(CLI::App* app) {
+  app->description(kDescription);
+  app->footer(kFooter);
+  auto formatter = std::make_shared<Formatter>();
+  formatter->column_width(30);
+  app->formatter(formatter);
+}
+
+}  // namespace tfmpi::launcher

@@ -1,0 +1,143 @@
+// tfmpirun: checks the launch, then execs mpirun. Everything that decides
+// something lives in the pure parts (launch_options, command_check,
+// mpirun_command); this file only reads the process's surroundings and acts.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tfmpi/launcher/command_check.h"
+#include "tfmpi/launcher/launch_error.h"
+#include "tfmpi/launcher/launch_options.h"
+#include "tfmpi/launcher/local_cores.h"
+#include "tfmpi/launcher/mpi_flavor.h"
+#include "tfmpi/launcher/mpirun_command.h"
+
+extern char** environ;
+
+namespace tfmpi::launcher {
+namespace {
+
+constexpr int kExitMpiUnknown = 1;
+
+int Fail(const LaunchError& error) {
+  std::fprintf(stderr, "tfmpirun: %s\n", error.message.c_str());
+  return error.exit_code;
+}
+
+Environment CurrentEnvironment() {
+  Environment env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env.emplace(std::string(*e, static_cast<std::size_t>(eq - *e)), std::string(eq + 1));
+  }
+  return env;
+}
+
+std::optional<std::string> ResolveMpirun(const std::string& requested, const std::string& path_env,
+                                         const FileSystem& fs, LaunchError* error) {
+  std::optional<std::string> found = FindExecutable(requested.empty() ? "mpirun" : requested, path_env, fs);
+  if (!found && requested.empty()) found = FindExecutable("mpiexec", path_env, fs);
+  if (!found) {
+    const std::string what = requested.empty() ? "no mpirun or mpiexec on PATH"
+                                               : fmt::format("--mpirun {} is not an executable file", requested);
+    *error = {kExitNotFound, fmt::format("mpirun not found ({}): install Open MPI (openmpi-bin) or "
+                                         "MPICH, or pass --mpirun PATH", what)};
+  }
+  return found;
+}
+
+// The folder holding tfmpi's sitecustomize.py: --tfmpi-site-dir, else
+// <package>/_site next to the installed <package>/bin/tfmpirun.
+std::string ResolveSiteDir(const std::string& requested) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = requested;
+  if (dir.empty()) dir = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "_site";
+  if (fs::is_regular_file(dir / "sitecustomize.py", ec)) return fs::absolute(dir, ec).string();
+  std::fprintf(stderr,
+               "tfmpirun: warning: tfmpi's start-up hook was not found%s; ranks get "
+               "TFMPI_TRANSPARENT=1 but Python will not turn transparent mode on by itself. "
+               "Run the tfmpirun that pip installs with tfmpi.\n",
+               requested.empty() ? "" : fmt::format(" in {}", requested).c_str());
+  return {};
+}
+
+int Main(int argc, char** argv) {
+  ParseResult parsed = ParseArgs(argc, argv);
+  if (parsed.exit) {
+    if (parsed.exit_code == 0) {
+      std::fputs(parsed.message.c_str(), stdout);
+      return 0;
+    }
+    return Fail({parsed.exit_code, parsed.message});
+  }
+  LaunchOptions o = std::move(parsed.options);
+  const Environment env = CurrentEnvironment();
+  const auto path_it = env.find("PATH");
+  const std::string path_env = path_it != env.end() ? path_it->second : "/usr/local/bin:/usr/bin:/bin";
+  const FileSystem fs = RealFileSystem();
+
+  if (auto error = CheckLaunch(o, path_env, fs)) return Fail(*error);
+  LaunchError error;
+  const std::optional<std::string> mpirun = ResolveMpirun(o.mpirun, path_env, fs, &error);
+  if (!mpirun) return Fail(error);
+  o.mpirun = *mpirun;
+
+  if (!o.mpi_flavor) {
+    const std::string version = ReadMpirunVersion(o.mpirun);
+    o.mpi_flavor = DetectFlavor(version);
+    if (!o.mpi_flavor) {
+      return Fail({kExitMpiUnknown,
+                   fmt::format("cannot tell which MPI {} belongs to; `{} --version` printed:\n{}\n"
+                               "Pass --mpi-flavor openmpi or --mpi-flavor mpich.",
+                               o.mpirun, o.mpirun, version.substr(0, 400))});
+    }
+  }
+  const char* seed_source = "--seed";
+  if (!o.seed && env.count("TFMPI_SEED") != 0) {
+    seed_source = "TFMPI_SEED from the environment";
+  } else if (!o.seed) {
+    std::random_device device;
+    o.seed = std::uniform_int_distribution<std::uint32_t>(0, 0x7fffffff)(device);
+    seed_source = "picked for this launch";
+  }
+  o.site_dir = ResolveSiteDir(o.site_dir);
+
+  const MpirunCommand cmd = BuildMpirunCommand(o, *o.mpi_flavor, env, CountLocalCores(), ::geteuid() == 0);
+  const std::string line = FormatCommandLine(cmd);
+  if (o.verbose) {
+    const std::string seed = o.seed ? std::to_string(*o.seed) : env.at("TFMPI_SEED");
+    std::fprintf(stderr, "tfmpirun: MPI: %s (%s)\ntfmpirun: seed: %s (%s)\ntfmpirun: %s\n",
+                 MpiFlavorName(*o.mpi_flavor), o.mpirun.c_str(), seed.c_str(), seed_source, line.c_str());
+  }
+  if (o.dry_run) {
+    std::printf("%s\n", line.c_str());
+    return 0;
+  }
+  if (!o.output_filename.empty() && *o.mpi_flavor == MpiFlavor::kMpich) {
+    std::error_code ec;  // Hydra does not create the folder of -outfile-pattern
+    std::filesystem::create_directories(o.output_filename, ec);
+  }
+  for (const auto& [name, value] : cmd.env) ::setenv(name.c_str(), value.c_str(), 1);
+  std::vector<char*> exec_argv;
+  for (const std::string& word : cmd.argv) exec_argv.push_back(const_cast<char*>(word.c_str()));
+  exec_argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(exec_argv[0], exec_argv.data());
+  return Fail({kExitNotFound, fmt::format("cannot run {}: {}", cmd.argv[0], std::strerror(errno))});
+}
+
+}  // namespace
+}  // namespace tfmpi::launcher
+
+int main(int argc, char** argv) { return tfmpi::launcher::Main(argc, argv); }

@@ -1,0 +1,93 @@
+#include "tfmpi/launcher/mpirun_command.h"
+
+#include <set>
+
+#include "tfmpi/launcher/shell_words.h"
+
+namespace tfmpi::launcher {
+
+namespace {
+
+// PYTHONPATH with `site_dir` first (unchanged if it is already on it).
+std::string PrependPath(const std::string& site_dir, const Environment& env) {
+  auto found = env.find("PYTHONPATH");
+  if (found == env.end() || found->second.empty()) return site_dir;
+  const std::string padded = ":" + found->second + ":";
+  if (padded.find(":" + site_dir + ":") != std::string::npos) return found->second;
+  return site_dir + ":" + found->second;
+}
+
+// Variables tfmpirun sets, in a fixed order.
+std::vector<std::pair<std::string, std::string>> VariablesToSet(const LaunchOptions& o,
+                                                                 const Environment& env) {
+  std::vector<std::pair<std::string, std::string>> vars;
+  vars.emplace_back("TFMPI_TRANSPARENT", "1");
+  if (!o.site_dir.empty()) vars.emplace_back("PYTHONPATH", PrependPath(o.site_dir, env));
+  if (o.seed) vars.emplace_back("TFMPI_SEED", std::to_string(*o.seed));
+  if (!o.batch_mode.empty()) vars.emplace_back("TFMPI_BATCH_MODE", o.batch_mode);
+  if (o.sync_batchnorm) vars.emplace_back("TFMPI_SYNC_BATCHNORM", "1");
+  if (o.all_ranks_output || !o.output_filename.empty()) {
+    vars.emplace_back("TFMPI_ALL_RANKS_OUTPUT", "1");
+  }
+  return vars;
+}
+
+void Append(std::vector<std::string>* argv, std::initializer_list<std::string> words) {
+  argv->insert(argv->end(), words);
+}
+
+}  // namespace
+
+MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
+                                 const Environment& env_in, int local_cores, bool is_root) {
+  MpirunCommand cmd;
+  cmd.env = VariablesToSet(o, env_in);
+  Environment final_env = env_in;
+  for (const auto& [name, value] : cmd.env) final_env[name] = value;
+
+  // See Note [Forwarding the environment].
+  std::set<std::string> forwarded;
+  for (const auto& [name, value] : final_env) {
+    if (name.rfind("TFMPI_", 0) == 0 || name == "PYTHONPATH") forwarded.insert(name);
+  }
+
+  std::vector<std::string>& argv = cmd.argv;
+  argv.push_back(o.mpirun.empty() ? "mpirun" : o.mpirun);
+  Append(&argv, {"-np", std::to_string(o.num_proc)});
+  const bool has_hosts = !o.hosts.empty() || !o.hostfile.empty();
+  if (flavor == MpiFlavor::kOpenMpi) {
+    if (is_root) argv.push_back("--allow-run-as-root");
+    if (!o.hosts.empty()) Append(&argv, {"-H", o.hosts});
+    if (!o.hostfile.empty()) Append(&argv, {"--hostfile", o.hostfile});
+    // See Note [Open MPI placement flags].
+    if (!has_hosts && o.num_proc > local_cores) argv.push_back("--oversubscribe");
+    Append(&argv, {"--bind-to", "none", "--map-by", "slot"});
+    if (o.tag_output) argv.push_back("--tag-output");
+    if (!o.output_filename.empty()) Append(&argv, {"--output-filename", o.output_filename});
+    for (const std::string& name : forwarded) Append(&argv, {"-x", name});
+  } else {
+    if (!o.hosts.empty()) Append(&argv, {"-hosts", o.hosts});
+    if (!o.hostfile.empty()) Append(&argv, {"-f", o.hostfile});
+    if (o.tag_output) argv.push_back("-prepend-rank");
+    if (!o.output_filename.empty()) {
+      Append(&argv, {"-outfile-pattern", o.output_filename + "/rank.%r.stdout",
+                     "-errfile-pattern", o.output_filename + "/rank.%r.stderr"});
+    }
+    for (const std::string& name : forwarded) Append(&argv, {"-genv", name, final_env[name]});
+  }
+  argv.insert(argv.end(), o.mpi_args.begin(), o.mpi_args.end());
+  argv.insert(argv.end(), o.command.begin(), o.command.end());
+  return cmd;
+}
+
+std::string FormatCommandLine(const MpirunCommand& command) {
+  std::string line;
+  for (const auto& [name, value] : command.env) line += name + "=" + ShellQuote(value) + " ";
+  for (std::size_t i = 0; i < command.argv.size(); ++i) {
+    if (i > 0) line += ' ';
+    line += ShellQuote(command.argv[i]);
+  }
+  return line;
+}
+
+}  // namespace tfmpi::launcher

@@ -1,0 +1,148 @@
+"""End to end: the installed `tfmpirun` (the console script, the C++ launcher
+and mpirun). Runs in one process; every launch has a timeout."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+EVERY_OPTION = ["-np", "--num-proc", "-H", "--hosts", "--hostfile", "--verbose", "--output-filename",
+                "--tag-output", "--all-ranks-output", "--batch-mode", "--sync-batchnorm", "--seed",
+                "--mpirun", "--mpi-flavor", "--mpi-args", "--dry-run", "--help", "--version"]
+EVERY_VARIABLE = ["TFMPI_TRANSPARENT", "PYTHONPATH", "TFMPI_SEED", "TFMPI_BATCH_MODE",
+                  "TFMPI_SYNC_BATCHNORM", "TFMPI_ALL_RANKS_OUTPUT"]
+PYTHON = sys.executable
+
+
+def tfmpirun(*args, timeout=30, cwd=None, env=None):
+    exe = shutil.which("tfmpirun")
+    assert exe, "tfmpirun is not on PATH: install tfmpi (pip install --no-build-isolation .)"
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    try:
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
+                              cwd=cwd, env=full_env)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"tfmpirun {args} timed out after {timeout} s (a hang)") from e
+
+
+def test_help_mentions_every_option_and_variable():
+    r = tfmpirun("--help")
+    assert r.returncode == 0, r.stderr
+    for word in EVERY_OPTION + EVERY_VARIABLE + ["COMMAND"]:
+        assert word in r.stdout, word
+    assert "--tfmpi-site-dir" not in r.stdout  # set by the shim, hidden
+
+
+def test_version():
+    r = tfmpirun("--version")
+    assert r.returncode == 0
+    assert r.stdout.startswith("tfmpirun (tfmpi) ")
+
+
+def test_dry_run_prints_the_command_and_launches_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').close()"
+    r = tfmpirun("-np", "2", "--dry-run", "--seed", "7", PYTHON, "-c", code, "--epochs", "3", "-np", "5")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1, r.stdout
+    line = lines[0]
+    assert line.startswith("TFMPI_TRANSPARENT=1 PYTHONPATH="), line
+    assert os.path.join("tfmpi", "_site") in line
+    assert "TFMPI_SEED=7 " in line
+    assert " -np 2 " in line
+    assert line.endswith(" --epochs 3 -np 5"), line  # COMMAND's arguments untouched
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("flavor, expected", [
+    ("openmpi", ["--bind-to none --map-by slot", "-x TFMPI_TRANSPARENT", "-x TFMPI_FUSION_THRESHOLD",
+                 "-x PYTHONPATH", "-H a:2,b:2", "--tag-output"]),
+    ("mpich", ["-genv TFMPI_TRANSPARENT 1", "-genv TFMPI_FUSION_THRESHOLD 4096", "-hosts a:2,b:2",
+               "-prepend-rank"]),
+])
+def test_dry_run_per_flavor(flavor, expected):
+    r = tfmpirun("-np", "4", "-H", "a:2,b:2", "--tag-output", "--mpi-flavor", flavor, "--dry-run",
+                 "--", PYTHON, "-c", "pass", env={"TFMPI_FUSION_THRESHOLD": "4096"})
+    assert r.returncode == 0, r.stderr
+    for words in expected:
+        assert words in r.stdout, (words, r.stdout)
+
+
+def test_verbose_shows_flavor_and_random_seed():
+    r = tfmpirun("-np", "1", "--verbose", "--dry-run", PYTHON, "-c", "pass")
+    assert r.returncode == 0, r.stderr
+    assert "tfmpirun: MPI: " in r.stderr
+    assert "picked for this launch" in r.stderr
+
+
+def test_script_not_found(tmp_path):
+    r = tfmpirun("-np", "2", PYTHON, "train.py", cwd=tmp_path)
+    assert r.returncode != 0
+    assert "tfmpirun: script not found: train.py" in r.stderr
+
+
+def test_python_flags_that_disable_the_hook_are_refused():
+    r = tfmpirun("-np", "2", PYTHON, "-IE", "-c", "pass")
+    assert r.returncode != 0
+    assert "transparent mode cannot be turned on" in r.stderr
+    assert "-E ignores PYTHONPATH" in r.stderr
+
+
+def test_command_not_found():
+    r = tfmpirun("-np", "2", "no-such-command-tfmpi", "x")
+    assert r.returncode == 127
+    assert "command not found: no-such-command-tfmpi" in r.stderr
+
+
+def test_mpirun_not_found():
+    r = tfmpirun("--mpirun", "/nonexistent", "-np", "2", PYTHON, "-c", "pass")
+    assert r.returncode == 127
+    assert "mpirun not found" in r.stderr
+    assert "--mpirun" in r.stderr
+
+
+def test_usage_errors(tmp_path):
+    r = tfmpirun(PYTHON, "-c", "pass")
+    assert r.returncode == 2 and "-np N is required" in r.stderr
+    r = tfmpirun("-np", "2")
+    assert r.returncode == 2 and "no COMMAND" in r.stderr
+    r = tfmpirun("-np", "2", "--hostfile", str(tmp_path / "hosts"), PYTHON, "-c", "pass")
+    assert r.returncode == 2 and "host file not found" in r.stderr
+
+
+def test_real_run_turns_transparent_mode_on():
+    # The start-up hook pops TFMPI_TRANSPARENT once it has activated, and
+    # ranks other than 0 have their stdout silenced: exactly one line.
+    code = ("import os; print(os.environ['TFMPI_TRANSPARENT'] "
+            "if 'TFMPI_TRANSPARENT' in os.environ else 'popped')")
+    r = tfmpirun("-np", "2", PYTHON, "-c", code, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["popped"], r.stdout + r.stderr
+
+
+def test_all_ranks_output():
+    r = tfmpirun("-np", "2", "--all-ranks-output", PYTHON, "-c", "print('line-from-rank')", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("line-from-rank") == 2, r.stdout
+
+
+def test_non_python_command_gets_the_environment():
+    r = tfmpirun("-np", "2", "--seed", "11", "sh", "-c", "echo $TFMPI_TRANSPARENT:$TFMPI_SEED", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["1:11", "1:11"], r.stdout
+
+
+def test_failing_rank_sets_the_exit_status():
+    r = tfmpirun("-np", "2", PYTHON, "-c", "import sys; sys.exit(3)", timeout=120)
+    assert r.returncode == 3, r.stdout + r.stderr
+
+
+def test_shim_reports_a_missing_binary(monkeypatch, capsys):
+    from tfmpi import launcher
+    monkeypatch.setattr(launcher, "launcher_path", lambda: "/nonexistent/bin/tfmpirun")
+    assert launcher.main() == 127
+    assert "launcher binary is missing" in capsys.readouterr().err
