@@ -35,21 +35,55 @@ class _Finder(importlib.abc.MetaPathFinder):
             return None
         if spec.loader is None:
             return spec
-        hook = self._hooks.pop(fullname)
-        spec.loader = _Loader(spec.loader, hook)
+        # The hook is taken when the module runs, not here: find_spec alone
+        # (importlib.util.find_spec, as TensorFlow does for Keras) loads nothing.
+        spec.loader = _Loader(spec.loader, lambda module: self._run(fullname, module))
         return spec
+
+    def _run(self, fullname, module):
+        hook = self._hooks.pop(fullname, None)
+        if hook is not None:
+            hook(module)
+
+
+# TensorFlow imports Keras while it initialises itself, so the Keras hook can
+# run before TensorFlow is usable: Keras is then patched when TensorFlow's
+# import completes.
+_keras_waiting = False
+_tensorflow_ready = False
+
+
+def _guarded(what, fn):
+    try:
+        fn()
+    except Exception as e:  # never train unsynchronised: stop with the reason
+        sys.stderr.write(f"tfmpi: could not turn on transparent mode ({what}): "
+                         f"{type(e).__name__}: {e}\n")
+        raise SystemExit(2)
 
 
 def _on_tensorflow(module):
+    global _tensorflow_ready
     from tfmpi.transparent import tf_patches
 
-    tf_patches.install(module)
+    _guarded("TensorFlow patches", lambda: tf_patches.install(module))
+    _tensorflow_ready = True
+    if _keras_waiting:
+        _install_keras()
+
+
+def _install_keras():
+    from tfmpi.transparent import keras_patches
+
+    _guarded("Keras patches", keras_patches.install)
 
 
 def _on_keras(module):
-    from tfmpi.transparent import keras_patches
-
-    keras_patches.install()
+    global _keras_waiting
+    if _tensorflow_ready or "tensorflow" not in sys.modules:
+        _install_keras()
+    else:
+        _keras_waiting = True
 
 
 def _on_tf_keras(module):

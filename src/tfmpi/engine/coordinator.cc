@@ -24,6 +24,7 @@ void Coordinator::Ingest(int rank, const std::vector<TensorMeta>& metas, Clock::
 
 std::vector<Response> Coordinator::TakeDecided() {
   std::vector<Response> out;
+  if (!complete_.empty()) all_blocked_ = false;  // progress
   for (const std::string& name : complete_) {
     auto it = table_.find(name);
     std::vector<TensorMeta> metas;
@@ -57,6 +58,55 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
         name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks", fmt::join(have, ", "),
         secs, missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", ")));
   }
+  return out;
+}
+
+}  // namespace tfmpi
+
+namespace tfmpi {
+
+std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::duration after) {
+  std::vector<bool> waiting(static_cast<std::size_t>(size_), false);
+  for (const auto& [name, e] : table_)
+    for (std::size_t r = 0; r < e.per_rank.size(); ++r)
+      if (e.per_rank[r]) waiting[r] = true;
+  bool everyone = !table_.empty();
+  for (bool w : waiting) everyone = everyone && w;
+  if (!everyone) {
+    all_blocked_ = false;
+    return {};
+  }
+  if (!all_blocked_) {
+    all_blocked_ = true;
+    all_blocked_since_ = now;
+  }
+  if (now - all_blocked_since_ < after) return {};
+  std::vector<Response> out;
+  const double secs = std::chrono::duration<double>(now - all_blocked_since_).count();
+  for (auto& [name, e] : table_) {
+    std::vector<int> have, missing;
+    const TensorMeta* any = nullptr;
+    for (std::size_t r = 0; r < e.per_rank.size(); ++r) {
+      if (e.per_rank[r]) {
+        have.push_back(static_cast<int>(r));
+        any = &*e.per_rank[r];
+      } else {
+        missing.push_back(static_cast<int>(r));
+      }
+    }
+    Response resp;
+    resp.meta = *any;
+    resp.error = fmt::format(
+        "tensor '{}' ({}) submitted by {} {} was never submitted by {} {}, and every rank has "
+        "been waiting for {:.0f} s for collectives the others do not submit: the ranks ran "
+        "different sequences of collectives (for example different numbers of steps, because "
+        "their data differed). Every rank must see the same number of batches.",
+        name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks", fmt::join(have, ", "),
+        missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", "), secs);
+    out.push_back(std::move(resp));
+  }
+  table_.clear();
+  all_blocked_ = false;
   return out;
 }
 

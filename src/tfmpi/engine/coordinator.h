@@ -28,6 +28,15 @@ class Coordinator {
   // stalled: "tensor 'x' (allreduce ...) submitted by ranks 0, 2 is waiting for rank 1".
   std::vector<std::string> NewStalls(Clock::time_point now, Clock::duration after);
 
+  // Note [Deadlock]
+  // If every rank has reported tensors that are not complete, and that has
+  // lasted `after` with no tensor completing, every rank is waiting for
+  // collectives the others will never submit (their sequences diverged, e.g.
+  // different step counts). Then every waiting tensor is failed on the ranks
+  // that submitted it, with a message naming the missing ranks. Call once per
+  // full round, after TakeDecided.
+  std::vector<Response> TakeDeadlocked(Clock::time_point now, Clock::duration after);
+
   std::size_t pending() const { return table_.size(); }
 
  private:
@@ -40,6 +49,8 @@ class Coordinator {
   int size_;
   std::map<std::string, Entry> table_;
   std::vector<std::string> complete_;  // names reported by all, in completion order
+  bool all_blocked_ = false;
+  Clock::time_point all_blocked_since_;
 };
 
 }  // namespace tfmpi

@@ -119,9 +119,40 @@ void Engine::FailAll(const Status& status, std::vector<Request>* requests) {
   requests->clear();
 }
 
+// Note [Ranks that stop early]
+// A rank shuts down only after its own collectives completed, and those
+// complete on every rank in the same cycle. So once some rank is leaving,
+// whatever is still pending elsewhere names tensors the leaving rank will
+// never submit (its data ran out first, or it took another branch): waiting
+// would hang, so those requests fail now, with a message that says why.
+void Engine::FailPendingAfterPeerLeft(PendingTable* pending) {
+  std::vector<Request> doomed;
+  std::string names;
+  for (auto& [name, p] : *pending) {
+    if (names.size() < 200) names += (names.empty() ? "'" : ", '") + name + "'";
+    doomed.push_back(std::move(p.request));
+  }
+  pending->clear();
+  Status s = Status::Aborted(fmt::format(
+      "another rank has finished (shut tfmpi down) while rank {} still waits for {}: the ranks "
+      "ran different numbers of steps or collectives. Check that every rank sees the same "
+      "amount of data (with tfmpirun, every rank must read the same batches).",
+      rank_, names));
+  TFMPI_LOG_ERROR("{}", s.message());
+  FailAll(s, &doomed);
+}
+
 void Engine::Run(CommunicatorFactory factory) {
   std::unique_ptr<Communicator> comm;
   Status s = factory(&comm);
+  // Open the timeline before Start() returns: its clock starts at Open, and
+  // requests enqueued earlier would get negative timestamps.
+  Timeline timeline;
+  if (s.ok() && comm->rank() == 0 && !options_.timeline_path.empty()) {
+    SetLogRank(comm->rank(), comm->size());
+    Status ts = timeline.Open(options_.timeline_path);
+    if (!ts.ok()) TFMPI_LOG_ERROR("{}; continuing without a timeline", ts.message());
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     start_status_ = s;
@@ -138,25 +169,34 @@ void Engine::Run(CommunicatorFactory factory) {
   if (!s.ok()) return;
   SetLogRank(rank_, size_);
 
-  Timeline timeline;
-  if (rank_ == 0 && !options_.timeline_path.empty()) {
-    Status ts = timeline.Open(options_.timeline_path);
-    if (!ts.ok()) TFMPI_LOG_ERROR("{}; continuing without a timeline", ts.message());
-  }
   NegotiationOptions nopts;
   nopts.cache_capacity = options_.cache_capacity;
   auto half_stall = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options_.stall_warning_seconds / 2));
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  // Cached requests waiting longer than promote_after are reported to the
+  // coordinator, which is what lets it see stalls and deadlocks.
+  nopts.promote_after = Clock::duration::max();
+  nopts.stall_warning = Clock::duration::zero();
   if (options_.stall_warning_seconds > 0) {
     nopts.promote_after = half_stall;
     nopts.stall_warning = half_stall;
-  } else {
-    nopts.promote_after = Clock::duration::max();
-    nopts.stall_warning = Clock::duration::zero();
+  }
+  if (options_.stall_timeout_seconds > 0) {
+    nopts.deadlock_timeout = seconds(options_.stall_timeout_seconds);
+    nopts.promote_after = std::min(nopts.promote_after, seconds(options_.stall_timeout_seconds / 2));
   }
   Negotiator negotiator(comm.get(), nopts);
   Executor executor(comm.get(), {options_.fusion_threshold, options_.direct_threshold},
-                    &timeline);
+                    &timeline, [this](const ExecutorStats& es) {
+                      std::lock_guard<std::mutex> lock(mu_);
+                      stats_.tensors = es.tensors;
+                      stats_.groups = es.groups;
+                      stats_.fused_groups = es.fused_groups;
+                      stats_.bytes = es.bytes;
+                    });
   TFMPI_LOG_INFO("engine started on {} with {} ranks", transport_name_, size_);
 
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
@@ -178,7 +218,6 @@ void Engine::Run(CommunicatorFactory factory) {
     }
     failure = negotiator.Negotiate(&pending, want_shutdown, &result);
     const Clock::time_point decided = Clock::now();
-    if (failure.ok()) failure = executor.Execute(result.responses, &pending, decided);
     {
       std::lock_guard<std::mutex> lock(mu_);
       const double neg = std::chrono::duration<double>(decided - cycle_start).count();
@@ -190,12 +229,10 @@ void Engine::Run(CommunicatorFactory factory) {
       }
       stats_.full_rounds += result.full_round;
       stats_.cache_hits += result.cache_hits;
-      const ExecutorStats& es = executor.stats();
-      stats_.tensors = es.tensors;
-      stats_.groups = es.groups;
-      stats_.fused_groups = es.fused_groups;
-      stats_.bytes = es.bytes;
     }
+    if (failure.ok()) failure = executor.Execute(result.responses, &pending, decided);
+    if (failure.ok() && result.peer_leaving && !want_shutdown && !pending.empty())
+      FailPendingAfterPeerLeft(&pending);
     if (!failure.ok() || result.shutdown) break;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_until(lock, cycle_start + cycle, [&] { return shutdown_requested_ && !want_shutdown; });

@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tfmpi/engine/negotiator.h"
 #include "tfmpi/engine/options.h"
 #include "tfmpi/engine/request.h"
 #include "tfmpi/transport/communicator.h"
@@ -71,6 +72,7 @@ class Engine {
   void Run(CommunicatorFactory factory);
   Status Validate(const Request& request) const;
   void FailAll(const Status& status, std::vector<Request>* requests);
+  void FailPendingAfterPeerLeft(PendingTable* pending);
 
   const EngineOptions options_;
   std::thread thread_;

@@ -9,8 +9,9 @@
 
 namespace tfmpi {
 
-Executor::Executor(Communicator* comm, const planning::FusionOptions& fusion, Timeline* timeline)
-    : comm_(comm), fusion_(fusion), timeline_(timeline) {}
+Executor::Executor(Communicator* comm, const planning::FusionOptions& fusion, Timeline* timeline,
+                   std::function<void(const ExecutorStats&)> publish)
+    : comm_(comm), fusion_(fusion), timeline_(timeline), publish_(std::move(publish)) {}
 
 char* Executor::FusionBuffer(std::size_t bytes) {
   if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
@@ -28,6 +29,7 @@ Status Executor::Execute(const std::vector<Response>& responses, PendingTable* p
   std::vector<Item> work;
   for (const Response& r : responses) {
     auto node = pending->extract(r.meta.name);
+    if (node.empty() && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
     TFMPI_ENFORCE(!node.empty(), "negotiated tensor '{}' is not pending on this rank",
                   r.meta.name);
     items.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
@@ -46,11 +48,13 @@ Status Executor::Execute(const std::vector<Response>& responses, PendingTable* p
     if (!s.ok() && first_error.ok()) first_error = s;
     ++stats_.groups;
     if (group.size() > 1) ++stats_.fused_groups;
-    for (Item& it : group) {
+    for (const Item& it : group) {
       ++stats_.tensors;
       stats_.bytes += it.response->meta.bytes();
-      if (it.request.done) it.request.done(s);
     }
+    if (publish_) publish_(stats_);
+    for (Item& it : group)
+      if (it.request.done) it.request.done(s);
   }
   return first_error;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tfmpi/engine/negotiator.h"
@@ -22,7 +23,10 @@ struct ExecutorStats {
 
 class Executor {
  public:
-  Executor(Communicator* comm, const planning::FusionOptions& fusion, Timeline* timeline);
+  // `publish` (optional) receives the updated stats before each group's
+  // callbacks fire, so a caller woken by a callback sees counts that include it.
+  Executor(Communicator* comm, const planning::FusionOptions& fusion, Timeline* timeline,
+           std::function<void(const ExecutorStats&)> publish = nullptr);
 
   // Runs `responses` in order. Each names a request in `pending`, which is
   // removed and completed. A transport failure completes the affected
@@ -49,6 +53,7 @@ class Executor {
   Timeline* timeline_;
   std::vector<char> fusion_buffer_;
   ExecutorStats stats_;
+  std::function<void(const ExecutorStats&)> publish_;
 };
 
 }  // namespace tfmpi

@@ -7,7 +7,8 @@ namespace tfmpi {
 namespace {
 constexpr std::size_t kQuietBit = 0;
 constexpr std::size_t kShutdownBit = 1;
-constexpr std::size_t kFirstCacheBit = 2;
+constexpr std::size_t kStayingBit = 2;
+constexpr std::size_t kFirstCacheBit = 3;
 
 void SetBit(std::vector<std::uint64_t>& w, std::size_t b) { w[b / 64] |= std::uint64_t{1} << (b % 64); }
 bool TestBit(const std::vector<std::uint64_t>& w, std::size_t b) {
@@ -26,6 +27,7 @@ Negotiator::Negotiator(Communicator* comm, const NegotiationOptions& options)
 Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, NegotiationResult* out) {
   out->responses.clear();
   out->shutdown = false;
+  out->peer_leaving = false;
   out->full_round = false;
   out->cache_hits = 0;
   std::fill(words_.begin(), words_.end(), 0);
@@ -43,6 +45,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   }
   if (quiet) SetBit(words_, kQuietBit);
   if (want_shutdown) SetBit(words_, kShutdownBit);
+  else SetBit(words_, kStayingBit);
 
   TFMPI_RETURN_IF_ERROR(comm_->BitwiseAnd(words_.data(), words_.size()));
 
@@ -56,6 +59,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   }
   out->cache_hits = hit_names.size();
   out->shutdown = TestBit(words_, kShutdownBit);
+  out->peer_leaving = !TestBit(words_, kStayingBit);
   if (TestBit(words_, kQuietBit)) return Status::Ok();
 
   // Full round. Requests served by the cache this cycle are not reported.
@@ -93,7 +97,12 @@ Status Negotiator::FullRound(PendingTable* pending, std::vector<Response>* decid
     if (options_.stall_warning.count() > 0)
       for (const std::string& msg : coordinator_->NewStalls(now, options_.stall_warning))
         TFMPI_LOG_WARNING("{}", msg);
-    encoded = wire::EncodeResponses(coordinator_->TakeDecided());
+    std::vector<Response> decided_now = coordinator_->TakeDecided();
+    for (Response& r : coordinator_->TakeDeadlocked(now, options_.deadlock_timeout)) {
+      TFMPI_LOG_ERROR("{}", r.error);
+      decided_now.push_back(std::move(r));
+    }
+    encoded = wire::EncodeResponses(decided_now);
   }
   TFMPI_RETURN_IF_ERROR(comm_->BroadcastFromRoot(&encoded));
   return wire::DecodeResponses(encoded, decided);

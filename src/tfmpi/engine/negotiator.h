@@ -3,7 +3,8 @@
 //
 // Note [Negotiation protocol]
 // Each cycle every rank contributes a word vector to one bitwise-AND
-// allreduce: bit 0 "I need no full round", bit 1 "I want to shut down", and
+// allreduce: bit 0 "I need no full round", bit 1 "I want to shut down", bit 2
+// "I do not want to shut down" (cleared anywhere: some rank is leaving), and
 // one bit per response-cache entry that one of my pending requests matches.
 // After the AND, set cache bits are ready everywhere (steady state: this is
 // the whole negotiation). If any rank cleared bit 0 (it has a request the
@@ -46,11 +47,13 @@ struct NegotiationOptions {
   std::size_t cache_capacity = 1024;
   Clock::duration promote_after = std::chrono::seconds(30);
   Clock::duration stall_warning = std::chrono::seconds(60);  // zero: never warn
+  Clock::duration deadlock_timeout = Clock::duration::max();  // Note [Deadlock]
 };
 
 struct NegotiationResult {
   std::vector<Response> responses;  // to execute now, in this order
   bool shutdown = false;            // every rank asked to shut down
+  bool peer_leaving = false;        // some rank asked to shut down (maybe not all)
   bool full_round = false;
   std::size_t cache_hits = 0;
 };

@@ -27,6 +27,11 @@ const ParamRegistry& EngineParams() {
        "Warn (on rank 0) about tensors some ranks submitted and others did not for this "
        "long, naming the missing ranks. 0 disables.",
        {}},
+      {"TFMPI_STALL_TIMEOUT_SECONDS", ParamType::kDouble, "300", 0, 86400, {},
+       "When every rank has waited this long for collectives the others never submit (a "
+       "deadlock: the ranks' sequences diverged), fail those collectives with an error "
+       "naming the missing ranks. 0 waits forever.",
+       {}},
       {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "2147483647", 1, 2147483647, {},
        "Largest element count in one MPI call; larger tensors are split into chunks.", {}},
       {"TFMPI_LOG_LEVEL", ParamType::kChoice, "warning", 0, 0,
@@ -45,6 +50,7 @@ Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out) {
   out->cache_capacity = static_cast<std::size_t>(v["TFMPI_CACHE_CAPACITY"].i);
   out->timeline_path = v["TFMPI_TIMELINE"].s;
   out->stall_warning_seconds = v["TFMPI_STALL_WARNING_SECONDS"].d;
+  out->stall_timeout_seconds = v["TFMPI_STALL_TIMEOUT_SECONDS"].d;
   out->max_message_elements = static_cast<std::size_t>(v["TFMPI_MAX_MESSAGE_ELEMENTS"].i);
   out->log_level = *ParseLogLevel(v["TFMPI_LOG_LEVEL"].s);
   return Status::Ok();

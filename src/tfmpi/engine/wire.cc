@@ -63,6 +63,11 @@ class Reader {
     if (!Str(&m->name) || !Pod(&kind) || !Pod(&dtype) || !Pod(&op) || !Pod(&root) ||
         !Ints(&m->shape))
       return false;
+    // Out-of-range enums would reach DataTypeSize() (0) and divide by it.
+    if (kind > static_cast<std::uint8_t>(CollectiveKind::kBarrier) ||
+        dtype > static_cast<std::uint8_t>(DataType::kBool) ||
+        op > static_cast<std::uint8_t>(ReduceOp::kProduct))
+      return false;
     m->kind = static_cast<CollectiveKind>(kind);
     m->dtype = static_cast<DataType>(dtype);
     m->op = static_cast<ReduceOp>(op);

@@ -60,7 +60,12 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
     if (!o.hosts.empty()) Append(&argv, {"-H", o.hosts});
     if (!o.hostfile.empty()) Append(&argv, {"--hostfile", o.hostfile});
     // See Note [Open MPI placement flags].
-    if (!has_hosts && o.num_proc > local_cores) argv.push_back("--oversubscribe");
+    if (!has_hosts && o.num_proc > local_cores) {
+      // More ranks than cores: ranks waiting in MPI must yield the core
+      // instead of spinning, or they starve the ranks that compute.
+      argv.push_back("--oversubscribe");
+      Append(&argv, {"--mca", "mpi_yield_when_idle", "1"});
+    }
     Append(&argv, {"--bind-to", "none", "--map-by", "slot"});
     if (o.tag_output) argv.push_back("--tag-output");
     if (!o.output_filename.empty()) Append(&argv, {"--output-filename", o.output_filename});

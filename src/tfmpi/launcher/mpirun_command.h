@@ -16,7 +16,8 @@
 // `--bind-to none --map-by slot`, as horovodrun passes: Open MPI binds each
 // rank to one core for small -np, which starves TensorFlow's thread pools.
 // `--oversubscribe` only for local runs (no -H/--hostfile) with more ranks
-// than cores, which Open MPI would otherwise refuse; with hosts, the slots
+// than cores, which Open MPI would otherwise refuse (with mpi_yield_when_idle,
+// so waiting ranks give their core to computing ones); with hosts, the slots
 // the user gave are the contract.
 #pragma once
 

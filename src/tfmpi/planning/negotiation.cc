@@ -41,7 +41,7 @@ Response DecideResponse(const std::vector<TensorMeta>& per_rank) {
   auto fail = [&](const char* what, const std::string& detail) {
     resp.error = fmt::format(
         "tensor '{}': ranks disagree on {}: {}. Every rank must submit the same collective "
-        "with the same {} under one name.",
+        "under one name, agreeing on {}.",
         name, what, detail, what);
     return resp;
   };

@@ -40,7 +40,7 @@ Status InProcCommunicator::Allreduce(const void* in, void* out, std::size_t coun
                                      DataType dtype, ReduceOp op) {
   const std::size_t bytes = count * DataTypeSize(dtype);
   auto all = world_->Exchange(rank_, std::string(static_cast<const char*>(in), bytes));
-  std::memcpy(out, all[0].data(), bytes);
+  if (bytes) std::memcpy(out, all[0].data(), bytes);  // out may be null when empty
   for (std::size_t r = 1; r < all.size(); ++r) ReduceInto(out, all[r].data(), count, dtype, op);
   return Status::Ok();
 }
@@ -49,7 +49,7 @@ Status InProcCommunicator::Broadcast(void* buf, std::size_t count, DataType dtyp
   const std::size_t bytes = count * DataTypeSize(dtype);
   std::string mine = rank_ == root ? std::string(static_cast<const char*>(buf), bytes) : "";
   auto all = world_->Exchange(rank_, std::move(mine));
-  if (rank_ != root) std::memcpy(buf, all[static_cast<std::size_t>(root)].data(), bytes);
+  if (rank_ != root && bytes) std::memcpy(buf, all[static_cast<std::size_t>(root)].data(), bytes);
   return Status::Ok();
 }
 
@@ -61,7 +61,7 @@ Status InProcCommunicator::Allgatherv(const void* in, void* out,
   char* dst = static_cast<char*>(out);
   for (std::size_t r = 0; r < all.size(); ++r) {
     TFMPI_ENFORCE_EQ(all[r].size(), counts[r] * elem);
-    std::memcpy(dst, all[r].data(), all[r].size());
+    if (!all[r].empty()) std::memcpy(dst, all[r].data(), all[r].size());
     dst += all[r].size();
   }
   return Status::Ok();

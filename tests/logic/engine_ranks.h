@@ -1,0 +1,76 @@
+// One Engine per rank thread over a shared InProcWorld, plus waiting on
+// completions with a deadline so that a hang fails the test instead of
+// blocking it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spawn.h"
+#include "tfmpi/engine/completion.h"
+#include "tfmpi/engine/engine.h"
+#include "tfmpi/transport/inproc/inproc_communicator.h"
+
+namespace tfmpi::testing {
+
+using Deadline = Clock::time_point;
+
+// Generous: a healthy run takes milliseconds; this only bounds a hang.
+inline Deadline DeadlineIn(std::chrono::seconds s = std::chrono::seconds(30)) {
+  return Clock::now() + s;
+}
+
+// Options for tests: a short cycle keeps negotiation latency (and the suite) fast.
+inline EngineOptions TestOptions() {
+  EngineOptions o;
+  o.cycle_time_ms = 0.2;
+  return o;
+}
+
+// Waits for `c` until `deadline`. Missing it is a failure naming `what`, and
+// returns an Internal status so callers' value checks fail too.
+inline Status Await(const Completion& c, const std::string& what, Deadline deadline) {
+  Status s;
+  if (!c.WaitFor(deadline - Clock::now(), &s)) {
+    ADD_FAILURE() << "timed out waiting for " << what;
+    return Status::Internal("test timed out waiting for " + what);
+  }
+  return s;
+}
+
+// Runs body(rank, engine) on `size` rank threads, each with its own Engine on
+// one InProcWorld; then every rank calls Shutdown (it is collective). Returns
+// each rank's final stats (complete: the background threads have stopped).
+inline std::vector<EngineStats> RunEngines(
+    int size, const EngineOptions& options,
+    const std::function<void(int rank, Engine& engine)>& body) {
+  auto world = std::make_shared<InProcWorld>(size);
+  std::vector<EngineStats> stats(static_cast<std::size_t>(size));
+  Spawn(size, [&](int rank) {
+    std::unique_ptr<Engine> engine;
+    Status s = Engine::Start(
+        options,
+        [&](std::unique_ptr<Communicator>* out) {
+          *out = std::make_unique<InProcCommunicator>(world, rank);
+          return Status::Ok();
+        },
+        &engine);
+    ASSERT_TRUE(s.ok()) << "rank " << rank << ": " << s.ToString();
+    try {
+      body(rank, *engine);
+    } catch (...) {
+      engine->Shutdown();  // let the other ranks finish before reporting
+      throw;
+    }
+    engine->Shutdown();
+    stats[static_cast<std::size_t>(rank)] = engine->Stats();
+  });
+  return stats;
+}
+
+}  // namespace tfmpi::testing

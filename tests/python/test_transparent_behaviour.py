@@ -1,0 +1,115 @@
+"""Transparent mode at the edges: uneven data, refused set-ups, XLA, rank-0
+side effects, per-rank batch mode, predict. Each case is a small plain script
+run by tfmpirun (with a timeout: a hang fails the test)."""
+
+import glob
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from mpirun_util import run
+
+pytest.importorskip("tensorflow")
+
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def tfmpirun(np_, code, *flags, timeout=300, env=None):
+    return run(["tfmpirun", "-np", str(np_), *flags, sys.executable, "-c", code], timeout,
+               env={**QUIET, **(env or {})})
+
+
+UNEVEN = """
+import os
+import numpy as np, tensorflow as tf, keras
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+x = np.ones((64 * (2 + rank), 4), np.float32)          # rank 1 has more data
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, x[:, :1], batch_size=64, epochs=1, verbose=0)
+"""
+
+
+def test_rank_with_more_data_fails_clearly_instead_of_hanging():
+    r = tfmpirun(2, UNEVEN, timeout=240)
+    assert r.returncode != 0
+    assert "another rank has finished" in r.stdout, r.stdout
+    assert "same amount of data" in r.stdout
+
+
+STRATEGY = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+"""
+
+
+def test_tf_distribute_strategy_is_refused():
+    r = tfmpirun(2, STRATEGY)
+    assert r.returncode != 0
+    assert "creates a tf.distribute.MirroredStrategy" in r.stdout, r.stdout
+
+
+XLA_AND_SAVE = """
+import os, sys
+import numpy as np, keras
+out = sys.argv[1]
+x = np.random.default_rng(0).random((96, 4)).astype("float32")
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse", jit_compile=True)
+model.fit(x, x.sum(1, keepdims=True), batch_size=32, epochs=2, verbose=0)
+model.save(os.path.join(out, f"model-{os.getpid()}.keras"))
+print("TRAINED", flush=True)
+"""
+
+
+def test_xla_is_turned_off_with_notice_and_save_happens_once(tmp_path):
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", XLA_AND_SAVE, str(tmp_path)], 300,
+            env=QUIET)
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.count("XLA compilation (jit_compile) is turned off") == 1
+    assert r.stdout.count("TRAINED") == 1
+    assert len(glob.glob(str(tmp_path / "model-*.keras"))) == 1
+
+
+PER_RANK = """
+import numpy as np, keras
+x = np.ones((23 * 10, 4), np.float32)                  # 23 batches of 10
+seen = []
+class Count(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        seen.append(self.params["steps"])
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, x[:, :1], batch_size=10, epochs=2, verbose=0, callbacks=[Count()])
+print("STEPS", seen, flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode,np_,steps", [("global", 2, 23), ("per-rank", 2, 11),
+                                            ("per-rank", 3, 7)])
+def test_batch_modes_steps_per_epoch(mode, np_, steps):
+    r = tfmpirun(np_, PER_RANK, "--batch-mode", mode)
+    assert r.returncode == 0, r.stdout
+    assert f"STEPS [{steps}, {steps}]" in r.stdout, r.stdout
+
+
+PREDICT = """
+import sys
+import numpy as np, keras
+keras.utils.set_random_seed(2)
+x = np.random.default_rng(1).random((53, 6)).astype("float32")
+model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(3)])
+np.save(sys.argv[1], model.predict(x, batch_size=16, verbose=0))
+"""
+
+
+def test_predict_returns_the_whole_result_in_order(tmp_path):
+    ref = tmp_path / "ref.npy"
+    r = run([sys.executable, "-c", PREDICT, str(ref)], 120, env=QUIET)
+    assert r.returncode == 0, r.stdout
+    got = tmp_path / "got.npy"
+    r = run(["tfmpirun", "-np", "3", sys.executable, "-c", PREDICT, str(got)], 300, env=QUIET)
+    assert r.returncode == 0, r.stdout
+    np.testing.assert_allclose(np.load(got), np.load(ref), rtol=1e-6)
