@@ -50,6 +50,10 @@ TEST(MpirunCommand, OpenMpiRootAndOversubscribe) {
   EXPECT_TRUE(Has(BuildMpirunCommand(Options(2), MpiFlavor::kOpenMpi, {}, 8, true).argv, {"--allow-run-as-root"}));
   EXPECT_FALSE(Has(BuildMpirunCommand(Options(4), MpiFlavor::kOpenMpi, {}, 4, false).argv, {"--oversubscribe"}));
   EXPECT_TRUE(Has(BuildMpirunCommand(Options(5), MpiFlavor::kOpenMpi, {}, 4, false).argv, {"--oversubscribe"}));
+  EXPECT_TRUE(Has(BuildMpirunCommand(Options(5), MpiFlavor::kOpenMpi, {}, 4, false).argv,
+                  {"--mca", "mpi_yield_when_idle", "1"}));
+  EXPECT_FALSE(Has(BuildMpirunCommand(Options(4), MpiFlavor::kOpenMpi, {}, 4, false).argv,
+                   {"--mca", "mpi_yield_when_idle", "1"}));
   // With hosts, the slots the user gave decide; no oversubscription.
   LaunchOptions hosts = Options(16);
   hosts.hosts = "a:8,b:8";
