@@ -84,3 +84,24 @@ def test_log_level_tags_rank():
     assert r.returncode == 0, r.stdout
     assert "[tfmpi 0/2 info] engine started" in r.stdout
     assert "[tfmpi 1/2 info] engine started" in r.stdout
+
+
+EXTRA_COLLECTIVE = """
+import os
+import numpy as np, tfmpi
+tfmpi.init()
+tfmpi.allreduce(np.ones(2), name="both")
+if tfmpi.rank() == 1:
+    try:
+        tfmpi.allreduce(np.ones(2), name="only-rank-1")
+    except tfmpi.AbortedError as e:
+        os.write(1, f"ABORTED {e}\\n".encode())
+tfmpi.shutdown()
+"""
+
+
+def test_collective_after_another_rank_finished_fails_instead_of_hanging():
+    r = run_python(2, ["-c", EXTRA_COLLECTIVE], timeout=120)
+    assert r.returncode == 0, r.stdout
+    assert "ABORTED another rank has finished" in r.stdout
+    assert "'only-rank-1'" in r.stdout
