@@ -6,6 +6,24 @@
 #include "tfmpi/planning/negotiation.h"
 
 namespace tfmpi {
+namespace {
+
+// Ranks that reported a tensor and ranks that did not; returns one report.
+const TensorMeta* SplitRanks(const std::vector<std::optional<TensorMeta>>& per_rank,
+                             std::vector<int>* have, std::vector<int>* missing) {
+  const TensorMeta* any = nullptr;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    if (per_rank[r]) {
+      have->push_back(static_cast<int>(r));
+      any = &*per_rank[r];
+    } else {
+      missing->push_back(static_cast<int>(r));
+    }
+  }
+  return any;
+}
+
+}  // namespace
 
 void Coordinator::Ingest(int rank, const std::vector<TensorMeta>& metas, Clock::time_point now) {
   for (const TensorMeta& meta : metas) {
@@ -42,15 +60,7 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
     if (e.stall_reported || now - e.first_report < after) continue;
     e.stall_reported = true;
     std::vector<int> have, missing;
-    const TensorMeta* any = nullptr;
-    for (std::size_t r = 0; r < e.per_rank.size(); ++r) {
-      if (e.per_rank[r]) {
-        have.push_back(static_cast<int>(r));
-        any = &*e.per_rank[r];
-      } else {
-        missing.push_back(static_cast<int>(r));
-      }
-    }
+    const TensorMeta* any = SplitRanks(e.per_rank, &have, &missing);
     double secs = std::chrono::duration<double>(now - e.first_report).count();
     out.push_back(fmt::format(
         "tensor '{}' ({}) submitted by {} {} has waited {:.0f} s for {} {}; check that every "
@@ -60,10 +70,6 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
   }
   return out;
 }
-
-}  // namespace tfmpi
-
-namespace tfmpi {
 
 std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::duration after) {
   std::vector<bool> waiting(static_cast<std::size_t>(size_), false);
@@ -85,15 +91,7 @@ std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::
   const double secs = std::chrono::duration<double>(now - all_blocked_since_).count();
   for (auto& [name, e] : table_) {
     std::vector<int> have, missing;
-    const TensorMeta* any = nullptr;
-    for (std::size_t r = 0; r < e.per_rank.size(); ++r) {
-      if (e.per_rank[r]) {
-        have.push_back(static_cast<int>(r));
-        any = &*e.per_rank[r];
-      } else {
-        missing.push_back(static_cast<int>(r));
-      }
-    }
+    const TensorMeta* any = SplitRanks(e.per_rank, &have, &missing);
     Response resp;
     resp.meta = *any;
     resp.error = fmt::format(

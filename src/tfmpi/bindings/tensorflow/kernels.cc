@@ -86,11 +86,11 @@ ReduceOp ReduceOpAttr(OpKernelConstruction* c) {
   return ParseReduceOp(op).value_or(ReduceOp::kSum);
 }
 
-// Allreduce and grouped allreduce: output i is input i reduced over ranks.
-class AllreduceOp : public AsyncOpKernel {
+// Allreduce and broadcast, single or grouped: output i has input i's shape
+// and is computed by one engine request per input.
+class ElementwiseCollectiveOp : public AsyncOpKernel {
  public:
-  explicit AllreduceOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
-    op_ = ReduceOpAttr(c);
+  explicit ElementwiseCollectiveOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
     if (c->HasAttr("tensor_names")) {
       OP_REQUIRES_OK(c, c->GetAttr("tensor_names", &names_));
     } else {
@@ -114,55 +114,48 @@ class AllreduceOp : public AsyncOpKernel {
     for (int i = 0; i < n; ++i) {
       Request req;
       req.meta.name = names_[i];
-      req.meta.kind = CollectiveKind::kAllreduce;
-      req.meta.op = op_;
+      Describe(&req.meta);
       req.output = DataOf(*outputs[i]);
       Submit(ctx, engine, std::move(req), ctx->input(i), countdown);
     }
   }
 
+ protected:
+  // Fills in the kind and its parameters (op, root).
+  virtual void Describe(TensorMeta* meta) const = 0;
+
  private:
-  ReduceOp op_ = ReduceOp::kSum;
   std::vector<std::string> names_;
 };
 
-class BroadcastOp : public AsyncOpKernel {
+class AllreduceOp : public ElementwiseCollectiveOp {
  public:
-  explicit BroadcastOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
-    if (c->HasAttr("tensor_names")) {
-      OP_REQUIRES_OK(c, c->GetAttr("tensor_names", &names_));
-    } else {
-      names_.resize(1);
-      OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &names_[0]));
-    }
+  explicit AllreduceOp(OpKernelConstruction* c) : ElementwiseCollectiveOp(c), op_(ReduceOpAttr(c)) {}
+
+ protected:
+  void Describe(TensorMeta* meta) const override {
+    meta->kind = CollectiveKind::kAllreduce;
+    meta->op = op_;
   }
 
-  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    Engine* engine = EngineOrFail(ctx, done);
-    if (!engine) return;
-    const int n = ctx->num_inputs();
-    OP_REQUIRES_ASYNC(ctx, static_cast<int>(names_.size()) == n,
-                      absl::InvalidArgumentError("tensor_names must name every input"), done);
-    std::vector<Tensor*> outputs(n);
-    for (int i = 0; i < n; ++i)
-      OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output(
-                                    {i}, i, ctx->input(i).shape(), &outputs[i]),
-                           done);
-    auto countdown = std::make_shared<Countdown>(ctx, std::move(done), n);
-    for (int i = 0; i < n; ++i) {
-      Request req;
-      req.meta.name = names_[i];
-      req.meta.kind = CollectiveKind::kBroadcast;
-      req.meta.root = root_;
-      req.output = DataOf(*outputs[i]);
-      Submit(ctx, engine, std::move(req), ctx->input(i), countdown);
-    }
+ private:
+  ReduceOp op_;
+};
+
+class BroadcastOp : public ElementwiseCollectiveOp {
+ public:
+  explicit BroadcastOp(OpKernelConstruction* c) : ElementwiseCollectiveOp(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
+  }
+
+ protected:
+  void Describe(TensorMeta* meta) const override {
+    meta->kind = CollectiveKind::kBroadcast;
+    meta->root = root_;
   }
 
  private:
   int root_ = 0;
-  std::vector<std::string> names_;
 };
 
 class AllgatherOp : public AsyncOpKernel {

@@ -1,0 +1,75 @@
+"""Transparent-training benchmark (not a test): runs examples/resnet50_synthetic.py
+in configurations compared in one run, interleaved, and prints ratios.
+
+    python bench/training_bench.py [--repeats 3] [--batch-size 16] [--steps 12]
+
+1. Overhead: `tfmpirun -np 1 python ...` vs plain `python ...` (same threads).
+2. Scaling: `tfmpirun -np 2` with 1 intra-op thread per rank vs `-np 1` with 1
+   thread, in global-batch mode (each rank takes half of every batch) and in
+   per-rank mode (each rank takes whole batches).
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "examples", "resnet50_synthetic.py")
+RATE = re.compile(r"([0-9.]+) images/s")
+
+
+def run(cmd, timeout):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout, env=env)
+    m = RATE.search(r.stdout)
+    if r.returncode != 0 or not m:
+        raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{r.stdout[-3000:]}")
+    return float(m.group(1))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--image-size", type=int, default=128)
+    a = p.parse_args()
+    model = [EXAMPLE, "--batch-size", str(a.batch_size), "--steps", str(a.steps),
+             "--image-size", str(a.image_size)]
+    py = sys.executable
+    configs = {
+        "python, 2 threads": [py] + model + ["--threads", "2"],
+        "tfmpirun -np 1, 2 threads": ["tfmpirun", "-np", "1", py] + model + ["--threads", "2"],
+        "tfmpirun -np 1, 1 thread": ["tfmpirun", "-np", "1", py] + model + ["--threads", "1"],
+        "tfmpirun -np 2, 1 thread/rank, global batch":
+            ["tfmpirun", "-np", "2", py] + model + ["--threads", "1"],
+        # Per-rank: each rank runs half the script's steps, each on a whole batch;
+        # the script counts its own rank's images, so the rate is scaled by 2 below.
+        "tfmpirun -np 2, 1 thread/rank, per-rank batch":
+            ["tfmpirun", "-np", "2", "--batch-mode", "per-rank", py] + model[:-4]
+            + ["--steps", str(2 * a.steps), "--image-size", str(a.image_size), "--threads", "1"],
+    }
+    scale = {k: (2.0 if "per-rank" in k else 1.0) for k in configs}
+    rates = {k: [] for k in configs}
+    for rep in range(a.repeats):
+        for name, cmd in configs.items():  # interleaved, so drift hits every config alike
+            rates[name].append(run(cmd, timeout=1200) * scale[name])
+            print(f"[{rep + 1}/{a.repeats}] {name}: {rates[name][-1]:.2f} images/s", flush=True)
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print("\nmedian images/s (global throughput):")
+    for k, v in med.items():
+        print(f"  {k:48s} {v:8.2f}")
+    overhead = 1 - med["tfmpirun -np 1, 2 threads"] / med["python, 2 threads"]
+    print(f"\noverhead of tfmpirun -np 1 vs python: {overhead * 100:+.1f}% step time")
+    one = med["tfmpirun -np 1, 1 thread"]
+    for mode in ("global batch", "per-rank batch"):
+        two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
+        print(f"scaling efficiency at -np 2 ({mode}): {two / (2 * one) * 100:.1f}%")
+
+
+if __name__ == "__main__":
+    main()
