@@ -45,9 +45,18 @@ def test_mismatched_dtype_and_op(rank, size):
 
 
 def test_duplicate_in_flight_name(rank, size):
-    h = tfmpi.allreduce_async(np.ones(3, np.float32), op="sum", name="dup")
-    with pytest.raises(tfmpi.InvalidArgumentError, match="already in flight"):
-        tfmpi.allreduce_async(np.ones(3, np.float32), op="sum", name="dup")
+    if size == 1:
+        pytest.skip("alone, the first request may complete before the second is made")
+    # Rank 0's 'dup' can't complete before the others submit theirs, which they
+    # do only after the barrier that rank 0 reaches after its duplicate check.
+    if rank == 0:
+        h = tfmpi.allreduce_async(np.ones(3, np.float32), op="sum", name="dup")
+        with pytest.raises(tfmpi.InvalidArgumentError, match="already in flight"):
+            tfmpi.allreduce_async(np.ones(3, np.float32), op="sum", name="dup")
+        tfmpi.barrier(name="dup.barrier")
+    else:
+        tfmpi.barrier(name="dup.barrier")
+        h = tfmpi.allreduce_async(np.ones(3, np.float32), op="sum", name="dup")
     assert h.wait(timeout=30).tolist() == [size] * 3
     # the name is free again once complete
     assert tfmpi.allreduce(np.ones(1, np.float32), op="sum", name="dup").tolist() == [size]
