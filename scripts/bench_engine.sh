@@ -11,23 +11,33 @@
 #   BUILD_DIR       build directory (default <repo>/build/bench)
 #   BENCH_TIMEOUT   seconds allowed per run before it counts as a hang (default 900)
 #   TFMPI_*         engine options, passed through to every rank
+#   BENCH_SETUP=1   run `scripts/setup.sh --deps-only` first (it installs
+#                   missing apt and pip packages); by default nothing is installed
 #
 # Needs a C++17 compiler, CMake >= 3.20, MPI (Open MPI or MPICH), fmt and
-# nlohmann_json: scripts/setup.sh installs them. This script installs nothing.
+# nlohmann_json, as installed by `scripts/setup.sh --deps-only`.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$repo/build/bench}"
 nps="${BENCH_NPS:-2 4}"
 run_timeout="${BENCH_TIMEOUT:-900}"
+setup_hint="run scripts/setup.sh --deps-only (or BENCH_SETUP=1 $0)"
+
+if [[ "${BENCH_SETUP:-0}" == 1 ]]; then
+  if [[ ! -x "$repo/scripts/setup.sh" ]]; then
+    echo "bench_engine.sh: BENCH_SETUP=1 but scripts/setup.sh is missing" >&2
+    exit 1
+  fi
+  "$repo/scripts/setup.sh" --deps-only
+fi
 
 missing=()
 for tool in cmake mpirun c++; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if ((${#missing[@]})); then
-  echo "bench_engine.sh: missing ${missing[*]}; install the build dependencies first" \
-       "(scripts/setup.sh does)." >&2
+  echo "bench_engine.sh: missing ${missing[*]}: $setup_hint" >&2
   exit 1
 fi
 
@@ -38,7 +48,10 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]] && command -v ninja >/dev/null 2>&1; t
   configure+=(-G Ninja)
 fi
 echo "== configure and build ($build_dir)"
-"${configure[@]}" >/dev/null
+if ! "${configure[@]}" >/dev/null; then
+  echo "bench_engine.sh: CMake configuration failed (a missing dependency?): $setup_hint" >&2
+  exit 1
+fi
 cmake --build "$build_dir" --target tfmpi_allreduce_bench
 bench="$build_dir/bench/tfmpi_allreduce_bench"
 
@@ -50,8 +63,9 @@ if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
   for var in $(compgen -e | grep '^TFMPI_' || true); do launcher+=(-x "$var"); done
 fi
 
-echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
-     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+model="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //' || true)"
+echo "== machine: $(nproc) cores, ${model:-unknown CPU}," \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 status=0
 for np in $nps; do
   echo
