@@ -116,3 +116,17 @@ def test_predict_returns_the_whole_result_in_order(tmp_path):
     r = run(["tfmpirun", "-np", "3", sys.executable, "-c", PREDICT, str(got)], 300, env=QUIET)
     assert r.returncode == 0, r.stdout
     np.testing.assert_allclose(np.load(got), np.load(ref), rtol=1e-6)
+
+
+CONFIGURE_AFTER_IMPORT = """
+import keras, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)   # needs an uninitialised runtime
+tf.config.threading.set_inter_op_parallelism_threads(1)
+print("CONFIGURED", flush=True)
+"""
+
+
+def test_script_can_configure_tensorflow_after_importing_it():
+    r = tfmpirun(2, CONFIGURE_AFTER_IMPORT)
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.count("CONFIGURED") == 1

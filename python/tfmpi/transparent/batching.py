@@ -14,7 +14,10 @@ import tensorflow as tf
 from tfmpi.transparent import state
 
 
-def create_weight_variable():
+def weight_variable():
+    """The variable holding this rank's share of the current batch, created on
+    first use (creating it at import would initialise TensorFlow's runtime
+    before the script can configure threads or devices)."""
     if state.batch_weight is None:
         with tf.init_scope():
             state.batch_weight = tf.Variable(1.0 / state.size, trainable=False, dtype=tf.float32,

@@ -16,7 +16,7 @@ rank i's gradient contributes exactly its part of d(sum_k w_k L_k).
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import collectives, state
+from tfmpi.transparent import batching, collectives, state
 
 
 def _sync_sum(x, name):
@@ -25,7 +25,7 @@ def _sync_sum(x, name):
         y = tops.allreduce(t, op="sum", name=name)
 
         def grad(dy):
-            w = tf.cast(state.batch_weight, dy.dtype)
+            w = tf.cast(batching.weight_variable(), dy.dtype)
             total = tops.allreduce(dy * w, op="sum", name=name + "/grad")
             return tf.math.divide_no_nan(total, w)
 

@@ -19,7 +19,7 @@ import threading
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import collectives, state
+from tfmpi.transparent import batching, collectives, state
 
 _local = threading.local()
 _SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
@@ -105,7 +105,7 @@ def _wrap_loss_call(original):
 
         @tf.custom_gradient
         def globalize(x):
-            weighted = x * tf.cast(state.batch_weight, x.dtype)
+            weighted = x * tf.cast(batching.weight_variable(), x.dtype)
             total = tops.allreduce(weighted, op="sum", name=name)
 
             def grad(upstream):  # the optimizer weights and sums the local gradients

@@ -16,7 +16,7 @@ import threading
 
 import tensorflow as tf
 
-from tfmpi.transparent import collectives, state
+from tfmpi.transparent import batching, collectives, state
 
 _local = threading.local()
 
@@ -55,7 +55,8 @@ def wrap_apply(original):
             variables = trainable_variables
         prefix = f"opt{collectives.object_id(self, 'optimizer')}"
         _sync_before_first_update(self, variables, prefix)
-        reduced = collectives.reduce_gradients(grads, variables, state.batch_weight, prefix)
+        reduced = collectives.reduce_gradients(grads, variables, batching.weight_variable(),
+                                               prefix)
         with _reducing():
             return original(self, reduced, trainable_variables)
 

@@ -76,7 +76,7 @@ class _SlicingIterator:
         element = next(self._inner)
         local, weight = batching.slice_batch(element)
         if weight is not None:
-            state.batch_weight.assign(weight)
+            batching.weight_variable().assign(weight)
         return local
 
     def get_next(self):
@@ -104,6 +104,5 @@ def _slice_custom_loop_iteration(tf):
 def install(tf):
     _check_version(tf)
     seeds.seed_tensorflow()
-    batching.create_weight_variable()
     _forbid_strategies()
     _slice_custom_loop_iteration(tf)

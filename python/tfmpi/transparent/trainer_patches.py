@@ -26,7 +26,7 @@ def _wrap_step(step):
     def sliced_step(data):
         local, weight = batching.slice_batch(data)
         if weight is not None:
-            state.batch_weight.assign(weight)
+            batching.weight_variable().assign(weight)
         return step(local)
 
     return sliced_step

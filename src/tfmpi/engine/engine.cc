@@ -202,6 +202,7 @@ void Engine::Run(CommunicatorFactory factory) {
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
   PendingTable pending;
+  std::vector<Request> arrived;  // this cycle's new requests, taken under the lock
   NegotiationResult result;
   Status failure;
   while (true) {
@@ -209,13 +210,14 @@ void Engine::Run(CommunicatorFactory factory) {
     bool want_shutdown;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (Request& r : incoming_) {
-        std::string name = r.meta.name;
-        pending[name].request = std::move(r);
-      }
-      incoming_.clear();
+      arrived.swap(incoming_);
       want_shutdown = shutdown_requested_;
     }
+    for (Request& r : arrived) {
+      std::string name = r.meta.name;
+      pending.try_emplace(std::move(name)).first->second.request = std::move(r);
+    }
+    arrived.clear();
     failure = negotiator.Negotiate(&pending, want_shutdown, &result);
     const Clock::time_point decided = Clock::now();
     {
@@ -234,8 +236,14 @@ void Engine::Run(CommunicatorFactory factory) {
     if (failure.ok() && result.peer_leaving && !want_shutdown && !pending.empty())
       FailPendingAfterPeerLeft(&pending);
     if (!failure.ok() || result.shutdown) break;
+    // Note [Cycle phase]: timing the next cycle from this rank's own start
+    // would keep any offset between ranks forever, and the rank that starts
+    // first would wait inside the AND every cycle. The AND's return is a
+    // moment all ranks share, so cycles are timed from it.
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, cycle_start + cycle, [&] { return shutdown_requested_ && !want_shutdown; });
+    const Clock::time_point next =
+        failure.ok() ? result.synced_at + cycle : cycle_start + cycle;
+    cv_.wait_until(lock, next, [&] { return shutdown_requested_ && !want_shutdown; });
   }
 
   Status final_status =

@@ -23,11 +23,15 @@ void Executor::Trace(const Item& item, const char* phase, Clock::time_point a,
   if (timeline_ && timeline_->enabled()) timeline_->Span(item.request.meta.name, phase, a, b);
 }
 
-Status Executor::Execute(const std::vector<Response>& responses, PendingTable* pending,
+Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& responses,
+                         PendingTable* pending,
                          Clock::time_point decided_at) {
   std::vector<planning::FusionItem> items;
   std::vector<Item> work;
-  for (const Response& r : responses) {
+  items.reserve(responses.size());
+  work.reserve(responses.size());
+  for (const auto& shared : responses) {
+    const Response& r = *shared;
     auto node = pending->extract(r.meta.name);
     if (node.empty() && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
     TFMPI_ENFORCE(!node.empty(), "negotiated tensor '{}' is not pending on this rank",

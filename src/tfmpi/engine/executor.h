@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "tfmpi/engine/negotiator.h"
@@ -31,7 +32,8 @@ class Executor {
   // Runs `responses` in order. Each names a request in `pending`, which is
   // removed and completed. A transport failure completes the affected
   // requests with it and is returned (the engine then stops).
-  Status Execute(const std::vector<Response>& responses, PendingTable* pending,
+  Status Execute(const std::vector<std::shared_ptr<const Response>>& responses,
+                 PendingTable* pending,
                  Clock::time_point decided_at);
 
   const ExecutorStats& stats() const { return stats_; }

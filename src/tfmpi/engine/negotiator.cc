@@ -48,16 +48,21 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   else SetBit(words_, kStayingBit);
 
   TFMPI_RETURN_IF_ERROR(comm_->BitwiseAnd(words_.data(), words_.size()));
+  out->synced_at = Clock::now();
 
-  // Cache hits, in bit order: identical on every rank.
-  std::vector<std::string> hit_names;
-  for (std::size_t b = 0; b < cache_.capacity(); ++b) {
-    if (!TestBit(words_, kFirstCacheBit + b)) continue;
-    cache_.Touch(b);
-    out->responses.push_back(cache_.Get(b));
-    hit_names.push_back(out->responses.back().meta.name);
+  // Cache hits, in bit order: identical on every rank. Whole zero words are
+  // skipped, so a mostly idle cache costs a few compares.
+  for (std::size_t w = kFirstCacheBit / 64; w < words_.size(); ++w) {
+    std::uint64_t word = words_[w];
+    if (w == kFirstCacheBit / 64) word &= ~std::uint64_t{0} << (kFirstCacheBit % 64);
+    while (word) {
+      const std::size_t b = w * 64 + static_cast<std::size_t>(__builtin_ctzll(word)) - kFirstCacheBit;
+      word &= word - 1;
+      cache_.Touch(b);
+      out->responses.push_back(cache_.Share(b));
+    }
   }
-  out->cache_hits = hit_names.size();
+  out->cache_hits = out->responses.size();
   out->shutdown = TestBit(words_, kShutdownBit);
   out->peer_leaving = !TestBit(words_, kStayingBit);
   if (TestBit(words_, kQuietBit)) return Status::Ok();
@@ -65,14 +70,14 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   // Full round. Requests served by the cache this cycle are not reported.
   out->full_round = true;
   PendingTable hits;
-  for (const std::string& n : hit_names) hits.insert(pending->extract(n));
+  for (const auto& r : out->responses) hits.insert(pending->extract(r->meta.name));
   std::vector<Response> decided;
   Status s = FullRound(pending, &decided);
   pending->merge(hits);
   TFMPI_RETURN_IF_ERROR(s);
   for (Response& r : decided) {
     cache_.Put(r);
-    out->responses.push_back(std::move(r));
+    out->responses.push_back(std::make_shared<const Response>(std::move(r)));
   }
   return Status::Ok();
 }

@@ -20,7 +20,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,8 +40,9 @@ struct PendingRequest {
   std::uint64_t bit_generation = ~std::uint64_t{0};
 };
 
-// Pending local requests by name. Ordered so reports are deterministic.
-using PendingTable = std::map<std::string, PendingRequest>;
+// Pending local requests by name. Report order doesn't matter: rank 0 decides
+// the execution order and broadcasts it.
+using PendingTable = std::unordered_map<std::string, PendingRequest>;
 
 struct NegotiationOptions {
   std::size_t cache_capacity = 1024;
@@ -51,11 +52,14 @@ struct NegotiationOptions {
 };
 
 struct NegotiationResult {
-  std::vector<Response> responses;  // to execute now, in this order
+  std::vector<std::shared_ptr<const Response>> responses;  // to execute now, in this order
   bool shutdown = false;            // every rank asked to shut down
   bool peer_leaving = false;        // some rank asked to shut down (maybe not all)
   bool full_round = false;
   std::size_t cache_hits = 0;
+  // When the AND returned: every rank leaves it at about the same moment, so
+  // it is the shared phase the next cycle is timed from (Note [Cycle phase]).
+  Clock::time_point synced_at{};
 };
 
 class Negotiator {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -31,6 +32,8 @@ class ResponseCache {
   // The bit of the entry that serves `meta` submitted by `rank`, if any.
   std::optional<std::size_t> Lookup(const TensorMeta& meta, int rank) const;
   const Response& Get(std::size_t bit) const;
+  // The same entry, shared (no copy), valid after later Put calls replace it.
+  std::shared_ptr<const Response> Share(std::size_t bit) const;
 
   // Adds or replaces the entry for response.meta.name (evicting the least
   // recently used entry when full) and marks it most recently used.
@@ -43,7 +46,7 @@ class ResponseCache {
 
  private:
   struct Entry {
-    Response response;
+    std::shared_ptr<const Response> response;
     std::list<std::size_t>::iterator lru_pos;
   };
   std::size_t capacity_;

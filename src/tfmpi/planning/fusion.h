@@ -29,7 +29,7 @@ struct FusionItem {
 
 struct FusionOptions {
   std::size_t fusion_threshold = 64u << 20;
-  std::size_t direct_threshold = 4u << 20;
+  std::size_t direct_threshold = 1u << 20;
 };
 
 // Returns groups of indices into `items`; each index appears exactly once.
