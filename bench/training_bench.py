@@ -6,7 +6,8 @@ in configurations compared in one run, interleaved, and prints ratios.
 1. Overhead: `tfmpirun -np 1 python ...` vs plain `python ...` (same threads).
 2. Scaling: `tfmpirun -np 2` with 1 intra-op thread per rank vs `-np 1` with 1
    thread, in global-batch mode (each rank takes half of every batch) and in
-   per-rank mode (each rank takes whole batches).
+   per-rank mode (each rank takes whole batches); against -np 1 as Keras runs it
+   (XLA on, "auto") and against -np 1 without XLA (multi-rank runs can't use it).
 """
 
 import argparse
@@ -45,6 +46,10 @@ def main():
         "python, 2 threads": [py] + model + ["--threads", "2"],
         "tfmpirun -np 1, 2 threads": ["tfmpirun", "-np", "1", py] + model + ["--threads", "2"],
         "tfmpirun -np 1, 1 thread": ["tfmpirun", "-np", "1", py] + model + ["--threads", "1"],
+        # Multi-rank runs can't use XLA (tfmpi's ops have no XLA kernels); this
+        # is the like-for-like single-rank baseline for them.
+        "tfmpirun -np 1, 1 thread, no XLA":
+            ["tfmpirun", "-np", "1", py] + model + ["--threads", "1", "--jit", "off"],
         "tfmpirun -np 2, 1 thread/rank, global batch":
             ["tfmpirun", "-np", "2", py] + model + ["--threads", "1"],
         # Per-rank: each rank runs half the script's steps, each on a whole batch;
@@ -65,10 +70,11 @@ def main():
         print(f"  {k:48s} {v:8.2f}")
     overhead = 1 - med["tfmpirun -np 1, 2 threads"] / med["python, 2 threads"]
     print(f"\noverhead of tfmpirun -np 1 vs python: {overhead * 100:+.1f}% step time")
-    one = med["tfmpirun -np 1, 1 thread"]
-    for mode in ("global batch", "per-rank batch"):
-        two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
-        print(f"scaling efficiency at -np 2 ({mode}): {two / (2 * one) * 100:.1f}%")
+    for base in ("tfmpirun -np 1, 1 thread", "tfmpirun -np 1, 1 thread, no XLA"):
+        one = med[base]
+        for mode in ("global batch", "per-rank batch"):
+            two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
+            print(f"scaling efficiency at -np 2 ({mode}) vs '{base}': {two / (2 * one) * 100:.1f}%")
 
 
 if __name__ == "__main__":

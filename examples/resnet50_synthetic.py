@@ -40,6 +40,8 @@ def main():
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: TF default)")
+    parser.add_argument("--jit", choices=["auto", "on", "off"], default="auto",
+                        help="XLA compilation (Keras jit_compile)")
     args = parser.parse_args()
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -48,7 +50,9 @@ def main():
     keras.utils.set_random_seed(0)
     model = keras.applications.ResNet50(weights=None, input_shape=(args.image_size,) * 2 + (3,),
                                         classes=1000)
-    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+    jit = {"auto": "auto", "on": True, "off": False}[args.jit]
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy",
+                  jit_compile=jit)
     n = args.batch_size * args.steps
     rng = np.random.default_rng(0)
     x = rng.random((args.batch_size, args.image_size, args.image_size, 3), dtype=np.float32)

@@ -5,7 +5,7 @@ The step functions Keras compiles are wrapped so that each rank runs the
 records its share of the batch for the optimizer wrapper; predict gathers the
 slices back in order. Model and optimizer variables are broadcast from rank 0
 when the train function is made, before the first update. XLA compilation is
-turned off: tfmpi's ops have no XLA kernels.
+turned off when there is more than one rank: tfmpi's ops have no XLA kernels.
 """
 
 import functools
@@ -110,13 +110,14 @@ def _patch_loops(TensorFlowTrainer):
 
 
 def _patch_jit(Trainer):
-    Trainer._resolve_auto_jit_compile = lambda self: False
+    original_auto = Trainer._resolve_auto_jit_compile
+    Trainer._resolve_auto_jit_compile = lambda self: original_auto(self) if state.size == 1 else False
     original_compile = Trainer.compile
 
     @functools.wraps(original_compile)
     def compile(self, *args, **kwargs):
         result = original_compile(self, *args, **kwargs)
-        if self.jit_compile:
+        if self.jit_compile and state.size > 1:  # alone, no collective runs: XLA is fine
             if state.rank == 0:
                 print("tfmpi: XLA compilation (jit_compile) is turned off for this model: tfmpi's "
                       "collective ops run outside XLA.", file=sys.stderr)
