@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "tfmpi/common/half.h"
+#include "typed_values.h"
 #include "tfmpi/transport/mpi/mpi_factory.h"
 
 namespace tfmpi::mpitest {
@@ -23,38 +23,8 @@ void* Tensor::Reset(DataType dtype, Shape shape) {
 
 namespace {
 
-void Store(DataType dtype, void* p, double v) {
-  auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
-  switch (dtype) {
-    case DataType::kFloat16: return put(FloatToFloat16(static_cast<float>(v)));
-    case DataType::kBFloat16: return put(FloatToBFloat16(static_cast<float>(v)));
-    case DataType::kFloat32: return put(static_cast<float>(v));
-    case DataType::kFloat64: return put(v);
-    case DataType::kInt32: return put(static_cast<std::int32_t>(std::llround(v)));
-    case DataType::kInt64: return put(static_cast<std::int64_t>(std::llround(v)));
-    case DataType::kUInt8:  // modulo 256, like the engine's uint8 arithmetic
-      return put(static_cast<std::uint8_t>(static_cast<std::int64_t>(std::llround(v))));
-    case DataType::kBool: return put(static_cast<std::uint8_t>(v != 0 ? 1 : 0));
-  }
-}
-
-double Load(DataType dtype, const void* p) {
-  auto get = [p](auto x) {
-    std::memcpy(&x, p, sizeof x);
-    return x;
-  };
-  switch (dtype) {
-    case DataType::kFloat16: return Float16ToFloat(get(std::uint16_t{}));
-    case DataType::kBFloat16: return BFloat16ToFloat(get(std::uint16_t{}));
-    case DataType::kFloat32: return get(float{});
-    case DataType::kFloat64: return get(double{});
-    case DataType::kInt32: return get(std::int32_t{});
-    case DataType::kInt64: return static_cast<double>(get(std::int64_t{}));
-    case DataType::kUInt8:
-    case DataType::kBool: return get(std::uint8_t{});
-  }
-  return 0;
-}
+void Store(DataType dtype, void* p, double v) { testing::StoreAs(dtype, p, 0, v); }
+double Load(DataType dtype, const void* p) { return testing::LoadAs(dtype, p, 0); }
 
 }  // namespace
 

@@ -1,7 +1,10 @@
 // Reads and writes single elements of any DataType as doubles, so a test can
-// state its inputs and expected values once for every dtype.
+// state its inputs and expected values once for every dtype. Shared by the
+// logic and MPI tiers. Integers are rounded to nearest; uint8 wraps modulo 256
+// like the engine's uint8 arithmetic.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,9 +22,9 @@ inline void StoreAs(DataType dtype, void* base, std::size_t i, double v) {
     case DataType::kBFloat16: return put(FloatToBFloat16(static_cast<float>(v)));
     case DataType::kFloat32: return put(static_cast<float>(v));
     case DataType::kFloat64: return put(v);
-    case DataType::kInt32: return put(static_cast<std::int32_t>(v));
-    case DataType::kInt64: return put(static_cast<std::int64_t>(v));
-    case DataType::kUInt8: return put(static_cast<std::uint8_t>(v));
+    case DataType::kInt32: return put(static_cast<std::int32_t>(std::llround(v)));
+    case DataType::kInt64: return put(static_cast<std::int64_t>(std::llround(v)));
+    case DataType::kUInt8: return put(static_cast<std::uint8_t>(std::llround(v)));
     case DataType::kBool: return put(static_cast<std::uint8_t>(v != 0));
   }
 }
