@@ -8,6 +8,11 @@ in configurations compared in one run, interleaved, and prints ratios.
    thread, in global-batch mode (each rank takes half of every batch) and in
    per-rank mode (each rank takes whole batches); against -np 1 as Keras runs it
    (XLA on, "auto") and against -np 1 without XLA (multi-rank runs can't use it).
+3. The ceiling for 2: two plain, independent `python` processes (1 thread each,
+   no XLA, no communication) run at the same time on batches of B/2 and of B.
+   Their summed rate over twice the 1-process rate is the scaling this machine
+   allows before any communication; tfmpirun's 2-rank rate over that sum is
+   what tfmpi costs.
 """
 
 import argparse
@@ -30,6 +35,21 @@ def run(cmd, timeout):
     if r.returncode != 0 or not m:
         raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{r.stdout[-3000:]}")
     return float(m.group(1))
+
+
+def run_concurrent(cmd, copies, timeout):
+    """Summed rate of `copies` independent runs of cmd started together."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env) for _ in range(copies)]
+    total = 0.0
+    for p in procs:
+        out, _ = p.communicate(timeout=timeout)
+        m = RATE.search(out)
+        if p.returncode != 0 or not m:
+            raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{out[-3000:]}")
+        total += float(m.group(1))
+    return total
 
 
 def main():
@@ -58,11 +78,20 @@ def main():
             ["tfmpirun", "-np", "2", "--batch-mode", "per-rank", py] + model[:-4]
             + ["--steps", str(2 * a.steps), "--image-size", str(a.image_size), "--threads", "1"],
     }
+    solo = [py, EXAMPLE, "--steps", str(a.steps), "--image-size", str(a.image_size),
+            "--threads", "1", "--jit", "off"]
+    concurrent = {  # name -> command run twice at once (hardware ceiling, no communication)
+        "2 x python at once, 1 thread, batch B/2": solo + ["--batch-size", str(a.batch_size // 2)],
+        "2 x python at once, 1 thread, batch B": solo + ["--batch-size", str(a.batch_size)],
+    }
     scale = {k: (2.0 if "per-rank" in k else 1.0) for k in configs}
-    rates = {k: [] for k in configs}
+    rates = {k: [] for k in list(configs) + list(concurrent)}
     for rep in range(a.repeats):
-        for name, cmd in configs.items():  # interleaved, so drift hits every config alike
-            rates[name].append(run(cmd, timeout=1200) * scale[name])
+        for name, cmd in list(configs.items()) + list(concurrent.items()):  # interleaved
+            if name in concurrent:
+                rates[name].append(run_concurrent(cmd, 2, timeout=1200))
+            else:
+                rates[name].append(run(cmd, timeout=1200) * scale[name])
             print(f"[{rep + 1}/{a.repeats}] {name}: {rates[name][-1]:.2f} images/s", flush=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
     print("\nmedian images/s (global throughput):")
@@ -75,6 +104,12 @@ def main():
         for mode in ("global batch", "per-rank batch"):
             two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
             print(f"scaling efficiency at -np 2 ({mode}) vs '{base}': {two / (2 * one) * 100:.1f}%")
+    one = med["tfmpirun -np 1, 1 thread, no XLA"]
+    for mode, ceiling in (("global batch", "2 x python at once, 1 thread, batch B/2"),
+                          ("per-rank batch", "2 x python at once, 1 thread, batch B")):
+        two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
+        print(f"{mode}: the machine allows {med[ceiling] / (2 * one) * 100:.1f}% without "
+              f"communication; tfmpirun -np 2 reaches {two / med[ceiling] * 100:.1f}% of that")
 
 
 if __name__ == "__main__":

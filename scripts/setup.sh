@@ -45,6 +45,15 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
   "$PYTHON" -m pip install -q "${pip_missing[@]}"
 fi
 
+# tf_keras (TF_USE_LEGACY_KERAS=1) must match TensorFlow's minor version. Its
+# wheel requires the `tensorflow` package, which tensorflow-cpu already
+# provides under another name, hence --no-deps.
+tf_minor=$("$PYTHON" -c "from importlib.metadata import version; print('.'.join(version('tensorflow-cpu').split('.')[:2]))")
+if ! "$PYTHON" -c "from importlib.metadata import version; import sys; sys.exit(version('tf-keras').startswith('$tf_minor.') is False)" 2>/dev/null; then
+  echo "tfmpi setup: installing tf-keras==$tf_minor.*"
+  "$PYTHON" -m pip install -q --no-deps "tf-keras==$tf_minor.*"
+fi
+
 [ "${1:-}" = "--deps-only" ] && exit 0
 
 echo "tfmpi setup: building and installing tfmpi (incremental)"

@@ -3,13 +3,17 @@
 
 For each kind of training (model.fit; a custom GradientTape loop; a model
 with BatchNormalization in synchronized mode; Embedding gradients under a
-LossScaleOptimizer with global_clipnorm) the plain 1-process run and
-`tfmpirun -np 2, 3, 4` must give per-step losses within 1e-5 relative over
-more than 100 steps, final weights bitwise identical on every rank, exactly
-one checkpoint (model.fit), and output from rank 0 only.
+LossScaleOptimizer with global_clipnorm; steps_per_epoch on a repeating
+dataset with sample weights; with tf_keras, a Keras 2 style train_step) the
+plain 1-process run and `tfmpirun -np 2, 3, 4` must give per-step losses
+within 1e-5 relative over more than 100 steps, final weights bitwise
+identical on every rank, exactly one checkpoint (model.fit), and output from
+rank 0 only. The kinds run with Keras 3 and again with tf_keras
+(TF_USE_LEGACY_KERAS=1, the scripts taking tf.keras).
 """
 
 import glob
+import importlib.util
 import json
 import os
 import sys
@@ -24,12 +28,20 @@ pytest.importorskip("sklearn")
 
 FIDELITY = os.path.join(HERE, "fidelity")
 RTOL = 1e-5
-KINDS = {
+KERAS3_KINDS = {
     "fit": (["train_fit.py"], {}),
     "custom_loop": (["train_custom_loop.py"], {}),
     "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}),
     "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}),
+    "fit_steps_per_epoch_sample_weight": (["train_fit_options.py"], {}),
 }
+LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
+TF_KERAS_KINDS = {f"tf_keras_{kind}": (args, {**env, **LEGACY})
+                  for kind, (args, env) in KERAS3_KINDS.items()}
+TF_KERAS_KINDS["tf_keras_keras2_train_step"] = (["train_keras2_step.py"], LEGACY)
+if importlib.util.find_spec("tf_keras") is None:  # optional for users; setup.sh installs it
+    TF_KERAS_KINDS = {}
+KINDS = {**KERAS3_KINDS, **TF_KERAS_KINDS}
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
@@ -45,20 +57,24 @@ def _weights(out):
 def reference(tmp_path_factory):
     """The plain 1-process runs (python, no tfmpirun), one per kind."""
     refs = {}
-    for kind, (args, _) in KINDS.items():
+    for kind, (args, env) in KINDS.items():
         out = tmp_path_factory.mktemp(f"ref-{kind}")
         script, *rest = args
         r = run([sys.executable, os.path.join(FIDELITY, script), str(out)] + rest, timeout=300,
-                env=QUIET)
+                env={**QUIET, **env})
         assert r.returncode == 0, r.stdout
         (losses,) = _losses(str(out)).values()
         refs[kind] = (losses, r.stdout)
     return refs
 
 
-# The three kinds the issue names run at 2, 3 and 4 ranks; the extra kind at 2.
+# The three kinds the issue names run at 2, 3 and 4 ranks with Keras 3; the
+# others, and every tf_keras kind, at 2 (tf_keras fit also at 3).
 CASES = [(kind, n) for kind in ("fit", "custom_loop", "fit_sync_batchnorm") for n in (2, 3, 4)]
-CASES.append(("sparse_lossscale_clipnorm", 2))
+CASES += [("sparse_lossscale_clipnorm", 2), ("fit_steps_per_epoch_sample_weight", 3)]
+CASES += [(kind, 2) for kind in TF_KERAS_KINDS]
+if TF_KERAS_KINDS:
+    CASES.append(("tf_keras_fit", 3))
 
 
 @pytest.mark.parametrize("kind,np_", CASES)

@@ -1,6 +1,8 @@
 """Transparent mode at the edges: uneven data, refused set-ups, XLA, rank-0
 side effects, per-rank batch mode, predict. Each case is a small plain script
-run by tfmpirun (with a timeout: a hang fails the test)."""
+run by tfmpirun (with a timeout: a hang fails the test); the Keras cases run
+with Keras 3 and with tf_keras (TF_USE_LEGACY_KERAS=1), the script getting
+its Keras as a user's would (`import keras`, or `tf.keras`)."""
 
 import glob
 import os
@@ -14,6 +16,22 @@ from mpirun_util import run
 pytest.importorskip("tensorflow")
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+FLAVOURS = {
+    "keras3": ("import keras\n", {}),
+    "tf_keras": ("import tensorflow as tf\nkeras = tf.keras\n", {"TF_USE_LEGACY_KERAS": "1"}),
+}
+
+
+@pytest.fixture(params=sorted(FLAVOURS))
+def flavour(request):
+    """(prelude that binds `keras`, environment) for each Keras line."""
+    if request.param == "tf_keras":
+        pytest.importorskip("tf_keras")
+    return FLAVOURS[request.param]
+
+
+def script(flavour, body):
+    return flavour[0] + body
 
 
 def tfmpirun(np_, code, *flags, timeout=300, env=None):
@@ -23,7 +41,7 @@ def tfmpirun(np_, code, *flags, timeout=300, env=None):
 
 UNEVEN = """
 import os
-import numpy as np, tensorflow as tf, keras
+import numpy as np, tensorflow as tf
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 x = np.ones((64 * (2 + rank), 4), np.float32)          # rank 1 has more data
 model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
@@ -32,11 +50,12 @@ model.fit(x, x[:, :1], batch_size=64, epochs=1, verbose=0)
 """
 
 
-def test_rank_with_more_data_fails_clearly_instead_of_hanging():
+def test_rank_with_more_data_fails_clearly_instead_of_hanging(flavour):
     # Rank 0 reaches the end of the epoch while rank 1 runs a third step: each
     # waits for collectives the other never submits, and the engine says so.
-    r = tfmpirun(2, UNEVEN, timeout=240, env={"TFMPI_STALL_WARNING_SECONDS": "2",
-                                              "TFMPI_STALL_TIMEOUT_SECONDS": "4"})
+    r = tfmpirun(2, script(flavour, UNEVEN), timeout=240,
+                 env={**flavour[1], "TFMPI_STALL_WARNING_SECONDS": "2",
+                      "TFMPI_STALL_TIMEOUT_SECONDS": "4"})
     assert r.returncode != 0
     assert "ran different sequences of collectives" in r.stdout, r.stdout
     assert "Every rank must see the same number of batches" in r.stdout
@@ -56,7 +75,7 @@ def test_tf_distribute_strategy_is_refused():
 
 XLA_AND_SAVE = """
 import os, sys
-import numpy as np, keras
+import numpy as np
 out = sys.argv[1]
 x = np.random.default_rng(0).random((96, 4)).astype("float32")
 model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
@@ -67,9 +86,9 @@ print("TRAINED", flush=True)
 """
 
 
-def test_xla_is_turned_off_with_notice_and_save_happens_once(tmp_path):
-    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", XLA_AND_SAVE, str(tmp_path)], 300,
-            env=QUIET)
+def test_xla_is_turned_off_with_notice_and_save_happens_once(flavour, tmp_path):
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", script(flavour, XLA_AND_SAVE),
+             str(tmp_path)], 300, env={**QUIET, **flavour[1]})
     assert r.returncode == 0, r.stdout
     assert r.stdout.count("XLA compilation (jit_compile) is turned off") == 1
     assert r.stdout.count("TRAINED") == 1
@@ -77,7 +96,7 @@ def test_xla_is_turned_off_with_notice_and_save_happens_once(tmp_path):
 
 
 PER_RANK = """
-import numpy as np, keras
+import numpy as np
 x = np.ones((23 * 10, 4), np.float32)                  # 23 batches of 10
 seen = []
 class Count(keras.callbacks.Callback):
@@ -92,15 +111,15 @@ print("STEPS", seen, flush=True)
 
 @pytest.mark.parametrize("mode,np_,steps", [("global", 2, 23), ("per-rank", 2, 11),
                                             ("per-rank", 3, 7)])
-def test_batch_modes_steps_per_epoch(mode, np_, steps):
-    r = tfmpirun(np_, PER_RANK, "--batch-mode", mode)
+def test_batch_modes_steps_per_epoch(flavour, mode, np_, steps):
+    r = tfmpirun(np_, script(flavour, PER_RANK), "--batch-mode", mode, env=flavour[1])
     assert r.returncode == 0, r.stdout
     assert f"STEPS [{steps}, {steps}]" in r.stdout, r.stdout
 
 
 PREDICT = """
 import sys
-import numpy as np, keras
+import numpy as np
 keras.utils.set_random_seed(2)
 x = np.random.default_rng(1).random((53, 6)).astype("float32")
 model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(3)])
@@ -108,12 +127,13 @@ np.save(sys.argv[1], model.predict(x, batch_size=16, verbose=0))
 """
 
 
-def test_predict_returns_the_whole_result_in_order(tmp_path):
+def test_predict_returns_the_whole_result_in_order(flavour, tmp_path):
+    code, env = script(flavour, PREDICT), {**QUIET, **flavour[1]}
     ref = tmp_path / "ref.npy"
-    r = run([sys.executable, "-c", PREDICT, str(ref)], 120, env=QUIET)
+    r = run([sys.executable, "-c", code, str(ref)], 120, env=env)
     assert r.returncode == 0, r.stdout
     got = tmp_path / "got.npy"
-    r = run(["tfmpirun", "-np", "3", sys.executable, "-c", PREDICT, str(got)], 300, env=QUIET)
+    r = run(["tfmpirun", "-np", "3", sys.executable, "-c", code, str(got)], 300, env=env)
     assert r.returncode == 0, r.stdout
     np.testing.assert_allclose(np.load(got), np.load(ref), rtol=1e-6)
 
@@ -130,3 +150,46 @@ def test_script_can_configure_tensorflow_after_importing_it():
     r = tfmpirun(2, CONFIGURE_AFTER_IMPORT)
     assert r.returncode == 0, r.stdout
     assert r.stdout.count("CONFIGURED") == 1
+
+
+BACKUP = """
+import os, sys
+import numpy as np
+backup, out, interrupt = sys.argv[1], sys.argv[2], sys.argv[3] == "interrupt"
+x = np.random.default_rng(0).random((120, 4)).astype("float32")
+keras.utils.set_random_seed(1)
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+class Trace(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        print("EPOCH_BEGIN", epoch, flush=True)
+    def on_epoch_end(self, epoch, logs=None):
+        if interrupt and epoch == 1:
+            raise RuntimeError("interrupted on purpose")
+model.fit(x, x.sum(1, keepdims=True), batch_size=30, epochs=4, verbose=0,
+          callbacks=[keras.callbacks.BackupAndRestore(backup), Trace()])
+np.save(os.path.join(out, f"w-{os.getpid()}.npy"),
+        np.concatenate([w.ravel() for w in model.get_weights()]))
+print("FINISHED", flush=True)
+"""
+
+
+def test_backup_and_restore_resumes_every_rank_from_rank0s_backup(flavour, tmp_path):
+    backup, out = tmp_path / "backup", tmp_path / "out"
+    out.mkdir()
+    env = {**QUIET, **flavour[1]}
+
+    def launch(mode):
+        return run(["tfmpirun", "-np", "2", sys.executable, "-c", script(flavour, BACKUP),
+                    str(backup), str(out), mode], 300, env=env)
+
+    r = launch("interrupt")
+    assert r.returncode != 0 and "interrupted on purpose" in r.stdout, r.stdout
+    assert backup.is_dir() and any(backup.iterdir()), "rank 0 wrote no backup"
+    r = launch("resume")
+    assert r.returncode == 0, r.stdout
+    begun = [int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("EPOCH_BEGIN")]
+    assert begun == [2, 3], r.stdout  # resumed after the two backed-up epochs, rank 0 printing
+    assert not backup.exists() or not any(backup.iterdir()), "backup not removed after training"
+    weights = [np.load(p) for p in glob.glob(str(out / "w-*.npy"))]
+    assert len(weights) == 2 and np.array_equal(weights[0], weights[1])

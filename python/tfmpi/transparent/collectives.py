@@ -87,6 +87,6 @@ def reduce_gradients(grads, variables, weight, prefix):
     return out
 
 
-def allreduce_sum(tensors, prefix):
-    names = [f"tfmpi/{prefix}/{i}" for i in range(len(tensors))]
-    return tops.grouped_allreduce(list(tensors), op="sum", names=names)
+def allreduce_named(tensors, names):
+    """Sum of each tensor over ranks, as one grouped op."""
+    return tops.grouped_allreduce(list(tensors), op="sum", names=list(names))

@@ -46,10 +46,10 @@ class _Finder(importlib.abc.MetaPathFinder):
             hook(module)
 
 
-# TensorFlow imports Keras while it initialises itself, so the Keras hook can
-# run before TensorFlow is usable: Keras is then patched when TensorFlow's
-# import completes.
-_keras_waiting = False
+# TensorFlow imports Keras while it initialises itself, so a Keras hook can
+# run before TensorFlow is usable: that Keras is then patched when
+# TensorFlow's import completes.
+_waiting = []  # installers of Keras packages imported before TensorFlow was ready
 _tensorflow_ready = False
 
 
@@ -68,8 +68,8 @@ def _on_tensorflow(module):
 
     _guarded("TensorFlow patches", lambda: tf_patches.install(module))
     _tensorflow_ready = True
-    if _keras_waiting:
-        _install_keras()
+    while _waiting:
+        _waiting.pop(0)()
 
 
 def _install_keras():
@@ -78,23 +78,25 @@ def _install_keras():
     _guarded("Keras patches", keras_patches.install)
 
 
-def _on_keras(module):
-    global _keras_waiting
-    if _tensorflow_ready or "tensorflow" not in sys.modules:
-        _install_keras()
-    else:
-        _keras_waiting = True
+def _install_tf_keras():
+    from tfmpi.transparent import legacy_keras
+
+    _guarded("tf_keras patches", legacy_keras.install)
 
 
-def _on_tf_keras(module):
-    raise ImportError(
-        "tfmpi: transparent mode supports Keras 3 (the default tf.keras since TensorFlow 2.16); "
-        "tf_keras / TF_USE_LEGACY_KERAS=1 is not supported yet. Unset TF_USE_LEGACY_KERAS to "
-        "train with Keras 3, or run without tfmpirun.")
+def _when_tensorflow_ready(install):
+    def hook(module):
+        if _tensorflow_ready or "tensorflow" not in sys.modules:
+            install()
+        else:
+            _waiting.append(install)
+
+    return hook
 
 
 def install():
-    hooks = {"tensorflow": _on_tensorflow, "keras": _on_keras, "tf_keras": _on_tf_keras}
+    hooks = {"tensorflow": _on_tensorflow, "keras": _when_tensorflow_ready(_install_keras),
+             "tf_keras": _when_tensorflow_ready(_install_tf_keras)}
     for name in list(hooks):
         if name in sys.modules:  # already imported: patch now
             hooks.pop(name)(sys.modules[name])

@@ -22,11 +22,11 @@ from tfmpi.tensorflow import ops as tops
 from tfmpi.transparent import batching, collectives, state
 
 _local = threading.local()
-_SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
+SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
 
 
 @contextlib.contextmanager
-def _inside(flag):
+def inside(flag):
     setattr(_local, flag, getattr(_local, flag, 0) + 1)
     try:
         yield
@@ -34,7 +34,7 @@ def _inside(flag):
         setattr(_local, flag, getattr(_local, flag) - 1)
 
 
-def _active(flag):
+def active(flag):
     return getattr(_local, flag, 0) > 0
 
 
@@ -45,14 +45,14 @@ def global_results(metrics, prefix):
         for v_index, v in enumerate(m.variables):
             values.append(tf.convert_to_tensor(v))
             names.append(f"tfmpi/metrics/{prefix}/{m_index}/{v_index}")
-    summable = [i for i, t in enumerate(values) if t.dtype in _SUMMABLE]
+    summable = [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
     if summable:
-        reduced = tops.grouped_allreduce([values[i] for i in summable], op="sum",
-                                         names=[names[i] for i in summable])
+        reduced = collectives.allreduce_named([values[i] for i in summable],
+                                              [names[i] for i in summable])
         for i, r in zip(summable, reduced):
             values[i] = r
     out, k = [], 0
-    with _inside("stateless"):
+    with inside("stateless"):
         for m in metrics:
             n = len(m.variables)
             out.append((m, m.stateless_result(values[k:k + n]) if n else m.result()))
@@ -83,7 +83,7 @@ def _global_metrics_result(self):
 
 def _wrap_result(original):
     def result(self):
-        if _active("stateless") or not tf.executing_eagerly() or state.size == 1 \
+        if active("stateless") or not tf.executing_eagerly() or state.size == 1 \
                 or not self.variables:
             return original(self)
         (metric, value), = global_results([self], f"metric{collectives.object_id(self, 'metric')}")
@@ -93,11 +93,11 @@ def _wrap_result(original):
     return result
 
 
-def _wrap_loss_call(original):
+def wrap_loss_call(original):
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if _active("loss") or state.size == 1:
+        if active("loss") or state.size == 1:
             return original(self, y_true, y_pred, sample_weight)
-        with _inside("loss"):
+        with inside("loss"):
             local = original(self, y_true, y_pred, sample_weight)
         if getattr(local, "shape", None) is None or local.shape.rank != 0:
             return local  # reduction="none": per-sample values stay local
@@ -119,7 +119,7 @@ def _wrap_loss_call(original):
     return __call__
 
 
-def _all_subclasses(cls):
+def all_subclasses(cls):
     seen, todo = [], [cls]
     while todo:
         c = todo.pop()
@@ -135,8 +135,8 @@ def install():
     from keras.src.trainers.trainer import Trainer
 
     Trainer.get_metrics_result = _wrap_get_metrics_result(Trainer.get_metrics_result)
-    for cls in _all_subclasses(Metric):
+    for cls in all_subclasses(Metric):
         if "result" in cls.__dict__ and not getattr(cls.__dict__["result"], "_tfmpi_wrapped", False):
             cls.result = _wrap_result(cls.__dict__["result"])
     if not getattr(Loss.__call__, "_tfmpi_wrapped", False):
-        Loss.__call__ = _wrap_loss_call(Loss.__call__)
+        Loss.__call__ = wrap_loss_call(Loss.__call__)

@@ -22,7 +22,7 @@ _local = threading.local()
 
 
 @contextlib.contextmanager
-def _reducing():
+def reducing():
     _local.depth = getattr(_local, "depth", 0) + 1
     try:
         yield
@@ -36,14 +36,29 @@ def _sync_before_first_update(opt, variables, prefix):
             collectives.broadcast_variables(variables, prefix)
             object.__setattr__(opt, "_tfmpi_synced", True)
         return
-    tf.cond(tf.equal(opt.iterations, 0),
+    with tf.init_scope():  # an optimizer may create its step counter on first use
+        iterations = opt.iterations
+    tf.cond(tf.equal(iterations, 0),
             lambda: collectives.broadcast_variables(variables, prefix),
             tf.no_op)
 
 
+def passes_through():
+    """True inside an outer wrapper (nested optimizers) or with one rank."""
+    return getattr(_local, "depth", 0) > 0 or state.size == 1
+
+
+def reduced_gradients(opt, grads, variables):
+    """The global gradient for `variables` (broadcasting them first on the
+    optimizer's first update)."""
+    prefix = f"opt{collectives.object_id(opt, 'optimizer')}"
+    _sync_before_first_update(opt, variables, prefix)
+    return collectives.reduce_gradients(grads, variables, batching.weight_variable(), prefix)
+
+
 def wrap_apply(original):
     def apply(self, grads, trainable_variables=None):
-        if getattr(_local, "depth", 0) > 0 or state.size == 1:
+        if passes_through():
             return original(self, grads, trainable_variables)
         grads = list(grads)
         if not grads:
@@ -53,11 +68,8 @@ def wrap_apply(original):
         else:
             trainable_variables = list(trainable_variables)
             variables = trainable_variables
-        prefix = f"opt{collectives.object_id(self, 'optimizer')}"
-        _sync_before_first_update(self, variables, prefix)
-        reduced = collectives.reduce_gradients(grads, variables, batching.weight_variable(),
-                                               prefix)
-        with _reducing():
+        reduced = reduced_gradients(self, grads, variables)
+        with reducing():
             return original(self, reduced, trainable_variables)
 
     apply._tfmpi_wrapped = True

@@ -30,3 +30,9 @@ def seed_keras():
     import keras
 
     keras.utils.set_random_seed(state.seed)
+
+
+def seed_tf_keras():
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(state.seed)

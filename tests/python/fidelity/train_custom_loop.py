@@ -1,10 +1,10 @@
 """Custom GradientTape loop fidelity run over a shuffled, batched tf.data
 dataset with a tf.function step. Usage: train_custom_loop.py OUT_DIR"""
 
-import keras
 import tensorflow as tf
 
 import common
+from common import keras
 
 common.setup_determinism()
 keras.utils.set_random_seed(5)

@@ -4,9 +4,9 @@ class weights, a ModelCheckpoint named by PID. Usage: train_fit.py OUT_DIR [BN]"
 import os
 import sys
 
-import keras
 
 import common
+from common import keras
 
 common.setup_determinism()
 keras.utils.set_random_seed(3)
@@ -22,19 +22,7 @@ model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 
 
-class RecordLoss(keras.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.losses = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.losses.append(logs["loss"])
-
-    def on_epoch_end(self, epoch, logs=None):
-        print(f"EPOCH {epoch} loss={logs['loss']:.8f} val_loss={logs['val_loss']:.8f}", flush=True)
-
-
-record = RecordLoss()
+record = common.RecordLoss()
 checkpoint = keras.callbacks.ModelCheckpoint(
     os.path.join(common.out_dir(), f"ckpt-{os.getpid()}.weights.h5"), save_weights_only=True)
 # 1437 training samples / batch 50: 29 steps per epoch, the last one ragged (37).

@@ -1,10 +1,10 @@
 """Embedding (sparse IndexedSlices gradients), LossScaleOptimizer and
 global_clipnorm in one model.fit run. Usage: train_sparse_lso_clip.py OUT_DIR"""
 
-import keras
 import numpy as np
 
 import common
+from common import keras
 
 common.setup_determinism()
 keras.utils.set_random_seed(11)
@@ -19,19 +19,10 @@ model = keras.Sequential([
     keras.layers.Dense(3, activation="softmax"),
 ])
 inner = keras.optimizers.SGD(0.5, global_clipnorm=1.0)
-model.compile(optimizer=keras.optimizers.LossScaleOptimizer(inner),
+model.compile(optimizer=keras.mixed_precision.LossScaleOptimizer(inner),
               loss="sparse_categorical_crossentropy")
 
 
-class RecordLoss(keras.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.losses = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.losses.append(logs["loss"])
-
-
-record = RecordLoss()
+record = common.RecordLoss()
 model.fit(tokens, labels, batch_size=30, epochs=3, verbose=0, callbacks=[record])  # 34 steps/epoch
 common.write_run(record.losses, model)

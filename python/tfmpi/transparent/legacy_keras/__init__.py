@@ -1,0 +1,31 @@
+"""Transparent mode for tf_keras, the Keras 2 line that TensorFlow serves as
+tf.keras when TF_USE_LEGACY_KERAS=1.
+
+The math is the same as for Keras 3 (see the Notes in ../optimizer_patches.py,
+../batching.py, ../metrics_patches.py, ../batchnorm.py); only the points where
+it hooks in differ: tf_keras optimizers reduce in apply_gradients, its trainer
+looks model.train_step up when it traces, and its metrics have no
+stateless_result, so their state is swapped for the global sum while the
+result is read.
+"""
+
+from tfmpi.transparent import state
+
+_installed = False
+
+
+def install():
+    global _installed
+    if _installed or not state.active:
+        return
+    _installed = True
+    from tfmpi.transparent import seeds
+    from tfmpi.transparent.legacy_keras import (batchnorm, metrics, optimizers, side_effects,
+                                                training)
+
+    seeds.seed_tf_keras()
+    optimizers.install()
+    training.install()
+    metrics.install()
+    side_effects.install()
+    batchnorm.install()
