@@ -97,19 +97,25 @@ def main():
     print("\nmedian images/s (global throughput):")
     for k, v in med.items():
         print(f"  {k:48s} {v:8.2f}")
-    overhead = 1 - med["tfmpirun -np 1, 2 threads"] / med["python, 2 threads"]
+
+    # Each figure below is the median over repeats of a ratio between runs of
+    # the same repeat (run minutes apart, not hours): drift on a shared machine
+    # cancels better than in a ratio of medians.
+    def paired(num, den, factor=1.0):
+        return statistics.median(n / (factor * d) for n, d in zip(rates[num], rates[den]))
+
+    overhead = 1 - paired("tfmpirun -np 1, 2 threads", "python, 2 threads")
     print(f"\noverhead of tfmpirun -np 1 vs python: {overhead * 100:+.1f}% step time")
     for base in ("tfmpirun -np 1, 1 thread", "tfmpirun -np 1, 1 thread, no XLA"):
-        one = med[base]
         for mode in ("global batch", "per-rank batch"):
-            two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
-            print(f"scaling efficiency at -np 2 ({mode}) vs '{base}': {two / (2 * one) * 100:.1f}%")
-    one = med["tfmpirun -np 1, 1 thread, no XLA"]
+            eff = paired(f"tfmpirun -np 2, 1 thread/rank, {mode}", base, 2.0)
+            print(f"scaling efficiency at -np 2 ({mode}) vs '{base}': {eff * 100:.1f}%")
     for mode, ceiling in (("global batch", "2 x python at once, 1 thread, batch B/2"),
                           ("per-rank batch", "2 x python at once, 1 thread, batch B")):
-        two = med[f"tfmpirun -np 2, 1 thread/rank, {mode}"]
-        print(f"{mode}: the machine allows {med[ceiling] / (2 * one) * 100:.1f}% without "
-              f"communication; tfmpirun -np 2 reaches {two / med[ceiling] * 100:.1f}% of that")
+        allowed = paired(ceiling, "tfmpirun -np 1, 1 thread, no XLA", 2.0)
+        reached = paired(f"tfmpirun -np 2, 1 thread/rank, {mode}", ceiling)
+        print(f"{mode}: the machine allows {allowed * 100:.1f}% without communication; "
+              f"tfmpirun -np 2 reaches {reached * 100:.1f}% of that")
 
 
 if __name__ == "__main__":

@@ -193,3 +193,66 @@ def test_backup_and_restore_resumes_every_rank_from_rank0s_backup(flavour, tmp_p
     assert not backup.exists() or not any(backup.iterdir()), "backup not removed after training"
     weights = [np.load(p) for p in glob.glob(str(out / "w-*.npy"))]
     assert len(weights) == 2 and np.array_equal(weights[0], weights[1])
+
+
+STEP_OPS = """
+import numpy as np
+from tensorflow.python.eager import context
+x = np.random.default_rng(0).random((64, 4)).astype("float32")
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+model.compile("adam", "mse", metrics=["mae"])
+model.fit(x, x[:, :1], batch_size=16, epochs=1, verbose=0)
+model.evaluate(x, x[:, :1], verbose=0)
+ctx = context.context()
+ops = {n.op for f in ctx.list_function_names() for n in ctx.get_function_def(f).node_def}
+print("TFMPI_OPS", sorted(o for o in ops if o.startswith("Tfmpi")), flush=True)
+"""
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_one_rank_compiles_the_plain_step(flavour, np_):
+    # At one rank every patch steps aside: the functions Keras traces hold no
+    # tfmpi op, so a step costs what it costs without tfmpirun.
+    r = tfmpirun(np_, script(flavour, STEP_OPS), env=flavour[1])
+    assert r.returncode == 0, r.stdout
+    line = next(l for l in r.stdout.splitlines() if l.startswith("TFMPI_OPS"))
+    if np_ == 1:
+        assert line == "TFMPI_OPS []", line
+    else:
+        assert "TfmpiGroupedAllreduce" in line, line
+
+
+PER_RANK_LOOP = """
+import os, sys
+import numpy as np, tensorflow as tf
+out = sys.argv[1]
+x = np.arange(23 * 10, dtype=np.float32).reshape(-1, 1)    # 23 batches of 10; value = index
+dataset = tf.data.Dataset.from_tensor_slices((x, 2 * x)).batch(10)
+model = keras.Sequential([keras.Input(shape=(1,)), keras.layers.Dense(1)])
+optimizer = keras.optimizers.SGD(1e-6)
+firsts = []
+for xb, yb in dataset:
+    firsts.append(float(xb[0, 0]))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(xb) - yb) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+np.save(os.path.join(out, f"firsts-{os.getpid()}.npy"), np.array(firsts))
+np.save(os.path.join(out, f"w-{os.getpid()}.npy"),
+        np.concatenate([w.ravel() for w in model.get_weights()]))
+"""
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_per_rank_mode_deals_custom_loop_batches(flavour, np_, tmp_path):
+    r = run(["tfmpirun", "-np", str(np_), "--batch-mode", "per-rank", sys.executable, "-c",
+             script(flavour, PER_RANK_LOOP), str(tmp_path)], 300, env={**QUIET, **flavour[1]})
+    assert r.returncode == 0, r.stdout
+    firsts = [set(np.load(p).tolist()) for p in glob.glob(str(tmp_path / "firsts-*.npy"))]
+    assert len(firsts) == np_
+    assert all(len(f) == 23 // np_ for f in firsts), firsts      # same step count everywhere
+    union = set().union(*firsts)
+    assert len(union) == np_ * (23 // np_), "ranks shared a batch"
+    assert union <= {10.0 * b for b in range(23)}
+    weights = [np.load(p) for p in glob.glob(str(tmp_path / "w-*.npy"))]
+    assert all(np.array_equal(w, weights[0]) for w in weights)

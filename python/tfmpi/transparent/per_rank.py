@@ -6,10 +6,33 @@ i, i+N, i+2N, ... of the batches the script's data produces, and every rank
 runs the same number of steps (the last num_batches % N batches of an epoch
 are dropped), so no rank waits for data another rank never has. Evaluation and
 prediction are not sharded (every rank runs them whole; metrics stay exact).
-Gradients are averaged with equal weights.
+Custom loops that iterate a batched tf.data dataset eagerly get the same
+round-robin deal (deal_batches). Gradients are averaged with equal weights.
 """
 
 from tfmpi.transparent import loops, state
+
+
+def deal_batches(dataset):
+    """Rank i's batches i, i+N, ... of `dataset`; with a known number of
+    batches the last num_batches % N are dropped, so every rank runs the same
+    number of steps."""
+    import tensorflow as tf
+
+    n = int(dataset.cardinality())
+    if n == tf.data.UNKNOWN_CARDINALITY:
+        raise ValueError(
+            "tfmpi: per-rank batch mode: a custom loop iterates a dataset of unknown length, so "
+            "ranks could run different numbers of steps. Give it a known length (e.g. "
+            "dataset.apply(tf.data.experimental.assert_cardinality(n))), or use the default "
+            "global batch mode")
+    if n != tf.data.INFINITE_CARDINALITY:
+        per_rank = n // state.size
+        if per_rank == 0:
+            raise ValueError(f"tfmpi: per-rank batch mode: {n} batches can't be dealt to "
+                             f"{state.size} ranks")
+        dataset = dataset.take(per_rank * state.size)
+    return dataset.shard(state.size, state.rank)
 
 
 def install():

@@ -1,5 +1,6 @@
 """TensorFlow-level patches: version and tf.distribute checks, the shared seed,
-and batch slicing for custom training loops that iterate a tf.data dataset."""
+and, for custom training loops that iterate a batched tf.data dataset, batch
+slicing (global batch mode) or dealing whole batches (per-rank mode)."""
 
 import sys
 
@@ -92,11 +93,14 @@ def _slice_custom_loop_iteration(tf):
     original_iter = dataset_ops.DatasetV2.__iter__
 
     def __iter__(self):
-        it = original_iter(self)
-        if (state.options.batch_mode == "global" and not loops.inside_keras_loop()
-                and tf.executing_eagerly() and is_batched(self)):
-            return _SlicingIterator(it)
-        return it
+        if (state.size == 1 or loops.inside_keras_loop() or not tf.executing_eagerly()
+                or not is_batched(self)):
+            return original_iter(self)
+        if state.options.batch_mode == "global":
+            return _SlicingIterator(original_iter(self))
+        from tfmpi.transparent import per_rank
+
+        return original_iter(per_rank.deal_batches(self))
 
     dataset_ops.DatasetV2.__iter__ = __iter__
 
