@@ -10,26 +10,7 @@ namespace tfmpi {
 namespace {
 
 using testing::RunEngines;
-
-// Every rank allreduces (sum) `name`, shape {n}, holding rank + i; checks the result.
-void SumOnce(Engine& engine, const std::string& name, std::int64_t n) {
-  std::vector<double> buf(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) buf[i] = engine.rank() + static_cast<double>(i);
-  Completion done;
-  Request req;
-  req.meta.name = name;
-  req.meta.dtype = DataType::kFloat64;
-  req.meta.shape = {n};
-  req.input = req.output = buf.data();
-  req.done = done.Callback();
-  ASSERT_TRUE(engine.Enqueue(std::move(req)).ok());
-  const Status s = testing::Await(done, name, testing::DeadlineIn());
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  const double size = engine.size();
-  for (std::int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(buf[i], size * (size - 1) / 2 + size * static_cast<double>(i))
-        << name << "[" << i << "]";
-}
+using testing::SumOnce;
 
 // Every rank allgathers `name`, contributing first_dim rows of {2} int32.
 void GatherOnce(Engine& engine, const std::string& name,

@@ -73,4 +73,24 @@ inline std::vector<EngineStats> RunEngines(
   return stats;
 }
 
+// Every rank allreduces (sum) `name`, shape {n}, holding rank + i; checks the result.
+inline void SumOnce(Engine& engine, const std::string& name, std::int64_t n) {
+  std::vector<double> buf(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) buf[i] = engine.rank() + static_cast<double>(i);
+  Completion done;
+  Request req;
+  req.meta.name = name;
+  req.meta.dtype = DataType::kFloat64;
+  req.meta.shape = {n};
+  req.input = req.output = buf.data();
+  req.done = done.Callback();
+  ASSERT_TRUE(engine.Enqueue(std::move(req)).ok());
+  const Status s = Await(done, name, DeadlineIn());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const double size = engine.size();
+  for (std::int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(buf[i], size * (size - 1) / 2 + size * static_cast<double>(i))
+        << name << "[" << i << "]";
+}
+
 }  // namespace tfmpi::testing

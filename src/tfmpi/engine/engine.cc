@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#ifdef __linux__
+#include <pthread.h>
+#endif
+
 #include "tfmpi/common/logging.h"
 #include "tfmpi/engine/executor.h"
 #include "tfmpi/engine/negotiator.h"
@@ -88,6 +93,7 @@ Status Engine::Validate(const Request& r) const {
 
 Status Engine::Enqueue(Request request) {
   TFMPI_RETURN_IF_ERROR(Validate(request));
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return stop_status_;
@@ -109,7 +115,9 @@ Status Engine::Enqueue(Request request) {
     };
     request.submitted = Clock::now();
     incoming_.push_back(std::move(request));
+    wake = idle_wait_;
   }
+  if (wake) cv_.notify_all();
   return Status::Ok();
 }
 
@@ -143,6 +151,9 @@ void Engine::FailPendingAfterPeerLeft(PendingTable* pending) {
 }
 
 void Engine::Run(CommunicatorFactory factory) {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), "tfmpi-engine");  // shown by top -H, ps -L, gdb
+#endif
   std::unique_ptr<Communicator> comm;
   Status s = factory(&comm);
   // Open the timeline before Start() returns: its clock starts at Open, and
@@ -205,6 +216,8 @@ void Engine::Run(CommunicatorFactory factory) {
   std::vector<Request> arrived;  // this cycle's new requests, taken under the lock
   NegotiationResult result;
   Status failure;
+  constexpr int kMaxIdleDoublings = 3;  // idle cycles of up to 8 x TFMPI_CYCLE_TIME_MS
+  int idle_doublings = 0;
   while (true) {
     const Clock::time_point cycle_start = Clock::now();
     bool want_shutdown;
@@ -240,10 +253,21 @@ void Engine::Run(CommunicatorFactory factory) {
     // would keep any offset between ranks forever, and the rank that starts
     // first would wait inside the AND every cycle. The AND's return is a
     // moment all ranks share, so cycles are timed from it.
+    // Note [Idle cycles]: while no rank has anything pending, each cycle waits
+    // twice as long as the last, up to kMaxIdleDoublings doublings, so an idle
+    // engine costs little CPU. A request enqueued meanwhile wakes this rank at
+    // once; peers wake for their own requests (in data-parallel training they
+    // submit the same tensors at about the same time) or at the end of their
+    // idle wait, whichever comes first.
+    idle_doublings = result.all_idle ? std::min(idle_doublings + 1, kMaxIdleDoublings) : 0;
     std::unique_lock<std::mutex> lock(mu_);
     const Clock::time_point next =
-        failure.ok() ? result.synced_at + cycle : cycle_start + cycle;
-    cv_.wait_until(lock, next, [&] { return shutdown_requested_ && !want_shutdown; });
+        failure.ok() ? result.synced_at + cycle * (1 << idle_doublings) : cycle_start + cycle;
+    idle_wait_ = idle_doublings > 0;
+    cv_.wait_until(lock, next, [&] {
+      return (shutdown_requested_ && !want_shutdown) || (idle_wait_ && !incoming_.empty());
+    });
+    idle_wait_ = false;
   }
 
   Status final_status =

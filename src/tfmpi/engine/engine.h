@@ -84,6 +84,7 @@ class Engine {
   bool started_ = false;
   Status start_status_;
   bool shutdown_requested_ = false;
+  bool idle_wait_ = false;  // the loop sleeps a long idle cycle: Enqueue wakes it
   bool stopped_ = false;   // background thread left its loop
   Status stop_status_;     // why requests are refused after stopping
   std::vector<Request> incoming_;

@@ -8,7 +8,8 @@ namespace {
 constexpr std::size_t kQuietBit = 0;
 constexpr std::size_t kShutdownBit = 1;
 constexpr std::size_t kStayingBit = 2;
-constexpr std::size_t kFirstCacheBit = 3;
+constexpr std::size_t kIdleBit = 3;
+constexpr std::size_t kFirstCacheBit = 4;
 
 void SetBit(std::vector<std::uint64_t>& w, std::size_t b) { w[b / 64] |= std::uint64_t{1} << (b % 64); }
 bool TestBit(const std::vector<std::uint64_t>& w, std::size_t b) {
@@ -29,6 +30,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   out->shutdown = false;
   out->peer_leaving = false;
   out->full_round = false;
+  out->all_idle = false;
   out->cache_hits = 0;
   std::fill(words_.begin(), words_.end(), 0);
   const Clock::time_point now = Clock::now();
@@ -46,6 +48,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   if (quiet) SetBit(words_, kQuietBit);
   if (want_shutdown) SetBit(words_, kShutdownBit);
   else SetBit(words_, kStayingBit);
+  if (pending->empty()) SetBit(words_, kIdleBit);
 
   TFMPI_RETURN_IF_ERROR(comm_->BitwiseAnd(words_.data(), words_.size()));
   out->synced_at = Clock::now();
@@ -65,6 +68,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   out->cache_hits = out->responses.size();
   out->shutdown = TestBit(words_, kShutdownBit);
   out->peer_leaving = !TestBit(words_, kStayingBit);
+  out->all_idle = TestBit(words_, kIdleBit);
   if (TestBit(words_, kQuietBit)) return Status::Ok();
 
   // Full round. Requests served by the cache this cycle are not reported.

@@ -4,8 +4,10 @@
 // Note [Negotiation protocol]
 // Each cycle every rank contributes a word vector to one bitwise-AND
 // allreduce: bit 0 "I need no full round", bit 1 "I want to shut down", bit 2
-// "I do not want to shut down" (cleared anywhere: some rank is leaving), and
-// one bit per response-cache entry that one of my pending requests matches.
+// "I do not want to shut down" (cleared anywhere: some rank is leaving), bit 3
+// "I have nothing pending" (set everywhere: the engines may slow their cycles,
+// Note [Idle cycles] in engine.cc), and one bit per response-cache entry that
+// one of my pending requests matches.
 // After the AND, set cache bits are ready everywhere (steady state: this is
 // the whole negotiation). If any rank cleared bit 0 (it has a request the
 // cache does not serve, or one already reported to the coordinator), a full
@@ -56,6 +58,7 @@ struct NegotiationResult {
   bool shutdown = false;            // every rank asked to shut down
   bool peer_leaving = false;        // some rank asked to shut down (maybe not all)
   bool full_round = false;
+  bool all_idle = false;            // no rank had anything pending
   std::size_t cache_hits = 0;
   // When the AND returned: every rank leaves it at about the same moment, so
   // it is the shared phase the next cycle is timed from (Note [Cycle phase]).
