@@ -128,6 +128,28 @@ def all_subclasses(cls):
     return seen
 
 
+def wrap_metric_results(Metric, wrap):
+    """cls.result = wrap(cls.result) for every Metric class that defines
+    result(): the ones loaded now, and those a script defines later."""
+    def wrap_class(cls):
+        fn = cls.__dict__.get("result")
+        if fn is not None and not getattr(fn, "_tfmpi_wrapped", False):
+            cls.result = wrap(fn)
+
+    for cls in all_subclasses(Metric):
+        wrap_class(cls)
+    previous = Metric.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(cls, **kwargs):
+        if previous is not None:
+            previous.__func__(cls, **kwargs)
+        else:
+            super(Metric, cls).__init_subclass__(**kwargs)
+        wrap_class(cls)
+
+    Metric.__init_subclass__ = classmethod(__init_subclass__)
+
+
 def install():
     import keras  # noqa: F401  (loads every built-in metric class)
     from keras.src.losses.loss import Loss
@@ -135,8 +157,6 @@ def install():
     from keras.src.trainers.trainer import Trainer
 
     Trainer.get_metrics_result = _wrap_get_metrics_result(Trainer.get_metrics_result)
-    for cls in all_subclasses(Metric):
-        if "result" in cls.__dict__ and not getattr(cls.__dict__["result"], "_tfmpi_wrapped", False):
-            cls.result = _wrap_result(cls.__dict__["result"])
+    wrap_metric_results(Metric, _wrap_result)
     if not getattr(Loss.__call__, "_tfmpi_wrapped", False):
         Loss.__call__ = wrap_loss_call(Loss.__call__)

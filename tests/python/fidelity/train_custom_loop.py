@@ -1,5 +1,6 @@
 """Custom GradientTape loop fidelity run over a shuffled, batched tf.data
-dataset with a tf.function step. Usage: train_custom_loop.py OUT_DIR"""
+dataset with a tf.function step, a built-in metric and a metric class defined
+here, whose results are read eagerly each epoch. Usage: train_custom_loop.py OUT_DIR"""
 
 import tensorflow as tf
 
@@ -17,18 +18,44 @@ optimizer = keras.optimizers.Adam(1e-2)
 loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+class MeanMaxLogit(keras.metrics.Metric):
+    def __init__(self):
+        super().__init__(name="mean_max_logit")
+        self.total = self.add_weight(name="total", shape=(), initializer="zeros")
+        self.count = self.add_weight(name="count", shape=(), initializer="zeros")
+
+    def update_state(self, logits):
+        top = tf.reduce_max(logits, axis=1)
+        self.total.assign_add(tf.reduce_sum(top))
+        self.count.assign_add(tf.cast(tf.shape(top)[0], tf.float32))
+
+    def result(self):
+        return self.total / self.count
+
+
+accuracy = keras.metrics.SparseCategoricalAccuracy()
+max_logit = MeanMaxLogit()
+
+
 @tf.function
 def train_step(xb, yb):
     with tf.GradientTape() as tape:
-        loss = loss_fn(yb, model(xb, training=True))
+        logits = model(xb, training=True)
+        loss = loss_fn(yb, logits)
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    accuracy.update_state(yb, logits)
+    max_logit.update_state(logits)
     return loss
 
 
-losses = []
+losses, epoch_metrics = [], []
 for epoch in range(3):  # 38 steps per epoch
     for xb, yb in dataset:
         losses.append(float(train_step(xb, yb)))
-    print(f"EPOCH {epoch} last_loss={losses[-1]:.8f}", flush=True)
-common.write_run(losses, model)
+    epoch_metrics += [float(accuracy.result()), float(max_logit.result())]
+    print(f"EPOCH {epoch} last_loss={losses[-1]:.8f} accuracy={epoch_metrics[-2]:.8f} "
+          f"mean_max_logit={epoch_metrics[-1]:.8f}", flush=True)
+    accuracy.reset_state()
+    max_logit.reset_state()
+common.write_run(losses + epoch_metrics, model)

@@ -82,8 +82,6 @@ def install():
 
     Model = training.Model
     Model.get_metrics_result = _wrap_get_metrics_result(Model.get_metrics_result)
-    for cls in metrics_patches.all_subclasses(Metric):
-        if "result" in cls.__dict__ and not getattr(cls.__dict__["result"], "_tfmpi_wrapped", False):
-            cls.result = _wrap_result(cls.__dict__["result"])
+    metrics_patches.wrap_metric_results(Metric, _wrap_result)
     if not getattr(Loss.__call__, "_tfmpi_wrapped", False):
         Loss.__call__ = metrics_patches.wrap_loss_call(Loss.__call__)
