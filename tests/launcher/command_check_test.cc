@@ -146,3 +146,19 @@ TEST(CheckLaunch, Hostfile) {
 
 }  // namespace
 }  // namespace tfmpi::launcher
+
+namespace tfmpi::launcher {
+namespace {
+
+// A name is run by its path on this host's PATH (mpirun would otherwise search
+// a PATH with its own bin folder first); paths and unknown names stay as given.
+TEST(ResolveCommand, NamesBecomeTheirPathHere) {
+  EXPECT_EQ(ResolveCommand("python3", "/opt/venv/bin:/usr/bin", FakeFs()), "/usr/bin/python3");
+  EXPECT_EQ(ResolveCommand("sh", kPath, FakeFs()), "/bin/sh");
+  EXPECT_EQ(ResolveCommand("/opt/run.sh", kPath, FakeFs()), "/opt/run.sh");
+  EXPECT_EQ(ResolveCommand("./local.sh", kPath, FakeFs()), "./local.sh");
+  EXPECT_EQ(ResolveCommand("missing", kPath, FakeFs()), "missing");
+}
+
+}  // namespace
+}  // namespace tfmpi::launcher

@@ -58,6 +58,23 @@ def test_dry_run_prints_the_command_and_launches_nothing(tmp_path):
     assert not marker.exists()
 
 
+def test_a_command_name_runs_by_its_path_here(tmp_path):
+    # Open MPI puts its own bin folder first on the ranks' PATH: a bare `python3`
+    # there could be the system interpreter instead of the user's (virtualenv,
+    # pyenv). The name is resolved on this PATH, and the ranks run that file.
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python3").symlink_to(PYTHON)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    r = tfmpirun("-np", "2", "--dry-run", "python3", "-c", "pass", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip().endswith(f" {bin_dir / 'python3'} -c pass"), r.stdout
+    r = tfmpirun("-np", "2", "python3", "-c", "import sys; print('EXE', sys.executable)", env=env,
+                 timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"EXE {bin_dir / 'python3'}" in r.stdout, r.stdout
+
+
 @pytest.mark.parametrize("flavor, expected", [
     ("openmpi", ["--bind-to none --map-by slot", "-x TFMPI_TRANSPARENT", "-x TFMPI_FUSION_THRESHOLD",
                  "-x PYTHONPATH", "-H a:2,b:2", "--tag-output"]),

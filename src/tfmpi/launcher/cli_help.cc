@@ -28,7 +28,9 @@ Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own 
 --allow-run-as-root when run as root, --oversubscribe when N exceeds the local cores and no
 hosts are given.
 
-COMMAND: must be found on PATH (or be a path to an executable). When it is python, python3 or
+COMMAND: must be found on PATH (or be a path to an executable); a name is run by the path it
+has here (Open MPI puts its own bin folder first on the ranks' PATH, where a bare `python`
+could be another interpreter), so every host needs it at that path. When it is python, python3 or
 python3.X, the script must exist (-m MODULE and -c CODE are fine), and -S, -I and -E are
 refused: they stop Python from loading the start-up hook, so transparent mode cannot turn on.
 A COMMAND that is not Python (e.g. a shell script that runs python) gets the same environment.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <regex>
 
 namespace tfmpi::launcher {
@@ -107,6 +108,16 @@ std::string DisablingReason(char flag) {
 }
 
 }  // namespace
+
+std::string ResolveCommand(const std::string& program, const std::string& path_env,
+                           const FileSystem& fs) {
+  if (program.find('/') != std::string::npos) return program;
+  const std::optional<std::string> found = FindExecutable(program, path_env, fs);
+  if (!found) return program;
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(*found, ec);
+  return ec ? *found : absolute.lexically_normal().string();
+}
 
 std::optional<LaunchError> CheckCommand(const std::vector<std::string>& command,
                                         const std::string& path_env, const FileSystem& fs) {

@@ -51,6 +51,11 @@ PythonInvocation ParsePythonArgs(const std::vector<std::string>& args);
 std::optional<LaunchError> CheckCommand(const std::vector<std::string>& command,
                                         const std::string& path_env, const FileSystem& fs);
 
+// Where `program` is run from: a bare name becomes its absolute path on
+// path_env (unchanged when not found; CheckCommand reports that).
+std::string ResolveCommand(const std::string& program, const std::string& path_env,
+                           const FileSystem& fs);
+
 // The command plus --hostfile, which must exist.
 std::optional<LaunchError> CheckLaunch(const LaunchOptions& options, const std::string& path_env,
                                        const FileSystem& fs);

@@ -88,6 +88,11 @@ int Main(int argc, char** argv) {
   const FileSystem fs = RealFileSystem();
 
   if (auto error = CheckLaunch(o, path_env, fs)) return Fail(*error);
+  // Open MPI started by its full path puts its own bin folder first on the
+  // ranks' PATH, so a bare `python` there can be another interpreter (the
+  // system one, not the user's virtualenv / pyenv one). The command runs by the
+  // path it has here instead; the hosts must have it at the same path.
+  o.command.front() = ResolveCommand(o.command.front(), path_env, fs);
   LaunchError error;
   const std::optional<std::string> mpirun = ResolveMpirun(o.mpirun, path_env, fs, &error);
   if (!mpirun) return Fail(error);
