@@ -13,10 +13,31 @@ round-robin deal (deal_batches). Gradients are averaged with equal weights.
 from tfmpi.transparent import loops, state
 
 
+UNKNOWN_EPOCH = (
+    "tfmpi: per-rank batch mode needs to know how many batches an epoch has, so that every "
+    "rank runs the same number of steps: pass steps_per_epoch to fit, or use data of known "
+    "size (numpy arrays, a dataset with known cardinality)")
+
+
+def deal(dataset, batches):
+    """Rank i's batches i, i+N, ... of `dataset`, and how many that is per rank.
+
+    With `batches` known, the last batches % N are dropped, so every rank runs
+    the same number of steps; with None (an endless dataset) every rank draws
+    from its shard for as long as the caller runs.
+    """
+    if batches is None:
+        return dataset.shard(state.size, state.rank), None
+    per_rank = batches // state.size
+    if per_rank == 0:
+        raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't be "
+                         f"dealt to {state.size} ranks")
+    return dataset.take(per_rank * state.size).shard(state.size, state.rank), per_rank
+
+
 def deal_batches(dataset):
-    """Rank i's batches i, i+N, ... of `dataset`; with a known number of
-    batches the last num_batches % N are dropped, so every rank runs the same
-    number of steps."""
+    """deal() for a dataset a custom loop iterates: its length must be known
+    (or infinite)."""
     import tensorflow as tf
 
     n = int(dataset.cardinality())
@@ -26,13 +47,7 @@ def deal_batches(dataset):
             "ranks could run different numbers of steps. Give it a known length (e.g. "
             "dataset.apply(tf.data.experimental.assert_cardinality(n))), or use the default "
             "global batch mode")
-    if n != tf.data.INFINITE_CARDINALITY:
-        per_rank = n // state.size
-        if per_rank == 0:
-            raise ValueError(f"tfmpi: per-rank batch mode: {n} batches can't be dealt to "
-                             f"{state.size} ranks")
-        dataset = dataset.take(per_rank * state.size)
-    return dataset.shard(state.size, state.rank)
+    return deal(dataset, None if n == tf.data.INFINITE_CARDINALITY else n)[0]
 
 
 def install():
@@ -48,20 +63,12 @@ def install():
             return
         batches = self.data_adapter.num_batches
         if batches is None and not self.steps_per_epoch:
-            raise ValueError(
-                "tfmpi: per-rank batch mode needs to know how many batches an epoch has, so "
-                "that every rank runs the same number of steps: pass steps_per_epoch to fit, "
-                "or use data of known size (numpy arrays, a dataset with known cardinality)")
-        dataset = self.data_adapter.get_tf_dataset()
-        if batches is not None:
-            per_rank = batches // state.size
-            if per_rank == 0:
-                raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't "
-                                 f"be dealt to {state.size} ranks")
-            dataset = dataset.take(per_rank * state.size)
+            raise ValueError(UNKNOWN_EPOCH)
+        dataset, per_rank = deal(self.data_adapter.get_tf_dataset(), batches)
+        if per_rank is not None:
             self._tfmpi_num_batches = per_rank
             self._num_batches = per_rank
-        self._distributed_dataset = dataset.shard(state.size, state.rank)
+        self._distributed_dataset = dataset
 
     original_reset = TFEpochIterator.reset
 

@@ -9,7 +9,7 @@ rank; Keras' own loops are marked so custom-loop slicing stays out of them.
 
 import functools
 
-from tfmpi.transparent import loops, state, steps
+from tfmpi.transparent import loops, per_rank, state, steps
 
 
 def _install_sliced_step(model, name):
@@ -68,23 +68,14 @@ def _patch_per_rank(data_adapter):
         original(self, *args, **kwargs)
         if not loops.claim_training_iterator():
             return
-        n = state.size
         if self._steps_per_epoch not in (None, -1):  # each rank draws its own steps
-            self._dataset = self._dataset.shard(n, state.rank)
+            self._dataset = per_rank.deal(self._dataset, None)[0]
             return
-        batches = self._inferred_steps
-        if batches is None:
-            raise ValueError(
-                "tfmpi: per-rank batch mode needs to know how many batches an epoch has, so "
-                "that every rank runs the same number of steps: pass steps_per_epoch to fit, "
-                "or use data of known size (numpy arrays, a dataset with known cardinality)")
-        per_rank = batches // n
-        if per_rank == 0:
-            raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't "
-                             f"be dealt to {n} ranks")
-        self._dataset = self._dataset.take(per_rank * n).shard(n, state.rank)
-        self._inferred_steps = per_rank
-        self._steps_per_epoch = per_rank  # what tf_keras re-infers each epoch
+        if self._inferred_steps is None:
+            raise ValueError(per_rank.UNKNOWN_EPOCH)
+        self._dataset, steps_per_rank = per_rank.deal(self._dataset, self._inferred_steps)
+        self._inferred_steps = steps_per_rank
+        self._steps_per_epoch = steps_per_rank  # what tf_keras re-infers each epoch
 
     Handler._configure_dataset_and_inferred_steps = configure
 
