@@ -1,6 +1,7 @@
 """Patch TensorFlow and Keras right after the script imports them (importing
 them at start-up would slow every Python process tfmpirun starts)."""
 
+import importlib
 import importlib.abc
 import sys
 
@@ -72,16 +73,14 @@ def _on_tensorflow(module):
         _waiting.pop(0)()
 
 
-def _install_keras():
-    from tfmpi.transparent import keras_patches
+def _patcher(what, module_name):
+    """Installs the patches of tfmpi.transparent.<module_name> (each import hook
+    runs once, so each set is installed once)."""
+    def install():
+        patches = importlib.import_module(f"tfmpi.transparent.{module_name}")
+        _guarded(what, patches.install)
 
-    _guarded("Keras patches", keras_patches.install)
-
-
-def _install_tf_keras():
-    from tfmpi.transparent import legacy_keras
-
-    _guarded("tf_keras patches", legacy_keras.install)
+    return install
 
 
 def _when_tensorflow_ready(install):
@@ -95,8 +94,9 @@ def _when_tensorflow_ready(install):
 
 
 def install():
-    hooks = {"tensorflow": _on_tensorflow, "keras": _when_tensorflow_ready(_install_keras),
-             "tf_keras": _when_tensorflow_ready(_install_tf_keras)}
+    hooks = {"tensorflow": _on_tensorflow,
+             "keras": _when_tensorflow_ready(_patcher("Keras patches", "keras_patches")),
+             "tf_keras": _when_tensorflow_ready(_patcher("tf_keras patches", "legacy_keras"))}
     for name in list(hooks):
         if name in sys.modules:  # already imported: patch now
             hooks.pop(name)(sys.modules[name])

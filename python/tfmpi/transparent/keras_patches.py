@@ -1,15 +1,10 @@
-"""Applies every Keras patch of transparent mode, once Keras is imported."""
+"""Applies every Keras patch of transparent mode, once Keras is imported (the
+import hook calls install() once)."""
 
-from tfmpi.transparent import seeds, state
-
-_installed = False
+from tfmpi.transparent import seeds
 
 
 def install():
-    global _installed
-    if _installed or not state.active:
-        return
-    _installed = True
     from tfmpi.transparent import (batchnorm, metrics_patches, optimizer_patches, per_rank,
                                    side_effects, trainer_patches)
 

@@ -9,16 +9,9 @@ stateless_result, so their state is swapped for the global sum while the
 result is read.
 """
 
-from tfmpi.transparent import state
-
-_installed = False
-
 
 def install():
-    global _installed
-    if _installed or not state.active:
-        return
-    _installed = True
+    """Called once, by the import hook for tf_keras."""
     from tfmpi.transparent import seeds
     from tfmpi.transparent.legacy_keras import (batchnorm, metrics, optimizers, side_effects,
                                                 training)
