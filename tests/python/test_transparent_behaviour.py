@@ -73,6 +73,26 @@ def test_tf_distribute_strategy_is_refused():
     assert "creates a tf.distribute.MirroredStrategy" in r.stdout, r.stdout
 
 
+OLD_TF = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import tensorflow
+print("IMPORTED", tensorflow.__version__, flush=True)
+"""
+
+
+def test_tensorflow_older_than_2_16_is_refused(tmp_path):
+    # A stand-in `tensorflow` package that reports 2.15 (an old wheel cannot be
+    # installed next to the real one): importing it under tfmpirun must stop the
+    # script with the reason before it can train unsynchronised.
+    (tmp_path / "tensorflow").mkdir()
+    (tmp_path / "tensorflow" / "__init__.py").write_text('__version__ = "2.15.1"\n')
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", OLD_TF, str(tmp_path)], 120, env=QUIET)
+    assert r.returncode == 2, r.stdout
+    assert "TensorFlow 2.15.1 is not supported by transparent mode" in r.stdout, r.stdout
+    assert "IMPORTED" not in r.stdout, r.stdout
+
+
 XLA_AND_SAVE = """
 import os, sys
 import numpy as np
