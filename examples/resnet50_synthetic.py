@@ -5,10 +5,12 @@ slice of every global batch.
     python examples/resnet50_synthetic.py --batch-size 16 --steps 12
     tfmpirun -np 2 python examples/resnet50_synthetic.py --batch-size 16 --steps 12
 
-Prints images/second over the timed steps (the first --warmup steps are not timed).
+Prints images/second over the timed steps (the first --warmup steps are not timed) and
+the median time of one step, which a burst of load on a shared machine moves less.
 """
 
 import argparse
+import statistics
 import time
 
 import keras
@@ -20,17 +22,26 @@ class Throughput(keras.callbacks.Callback):
     def __init__(self, warmup, batch_size):
         super().__init__()
         self.warmup, self.batch_size = warmup, batch_size
-        self.start = None
-        self.steps = 0
+        self.start = self.last = None
+        self.step_times = []
+
+    @property
+    def steps(self):
+        return len(self.step_times)
 
     def on_train_batch_end(self, batch, logs=None):
+        now = time.perf_counter()
         if batch + 1 == self.warmup:
-            self.start = time.perf_counter()
+            self.start = now
         elif batch + 1 > self.warmup:
-            self.steps += 1
+            self.step_times.append(now - self.last)
+        self.last = now
 
     def images_per_second(self):
-        return self.steps * self.batch_size / (time.perf_counter() - self.start)
+        return self.steps * self.batch_size / (self.last - self.start)
+
+    def median_step_seconds(self):
+        return statistics.median(self.step_times)
 
 
 def main():
@@ -63,7 +74,8 @@ def main():
     params = model.count_params()
     print(f"resnet50 synthetic: {params / 1e6:.1f} M parameters, global batch {args.batch_size}, "
           f"{args.image_size}x{args.image_size}: {meter.images_per_second():.2f} images/s "
-          f"over {meter.steps} steps ({n} images in all)")
+          f"over {meter.steps} steps ({n} images in all); median step "
+          f"{meter.median_step_seconds() * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

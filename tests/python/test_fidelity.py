@@ -4,7 +4,8 @@
 For each kind of training (model.fit; a custom GradientTape loop; a model
 with BatchNormalization in synchronized mode; Embedding gradients under a
 LossScaleOptimizer with global_clipnorm; steps_per_epoch on a repeating
-dataset with sample weights; with tf_keras, a Keras 2 style train_step) the
+dataset with sample weights; a custom loop whose loss sums over the batch;
+with tf_keras, a Keras 2 style train_step) the
 plain 1-process run and `tfmpirun -np 2, 3, 4` must give per-step losses
 within 1e-5 relative over more than 100 steps, final weights bitwise
 identical on every rank, exactly one checkpoint (model.fit), and output from
@@ -31,6 +32,7 @@ RTOL = 1e-5
 KERAS3_KINDS = {
     "fit": (["train_fit.py"], {}),
     "custom_loop": (["train_custom_loop.py"], {}),
+    "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}),
     "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}),
     "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}),
     "fit_steps_per_epoch_sample_weight": (["train_fit_options.py"], {}),
@@ -71,7 +73,8 @@ def reference(tmp_path_factory):
 # The three kinds the issue names run at 2, 3 and 4 ranks with Keras 3; the
 # others, and every tf_keras kind, at 2 (tf_keras fit also at 3).
 CASES = [(kind, n) for kind in ("fit", "custom_loop", "fit_sync_batchnorm") for n in (2, 3, 4)]
-CASES += [("sparse_lossscale_clipnorm", 2), ("fit_steps_per_epoch_sample_weight", 3)]
+CASES += [("sparse_lossscale_clipnorm", 2), ("fit_steps_per_epoch_sample_weight", 3),
+          ("custom_loop_sum_loss", 3)]
 CASES += [(kind, 2) for kind in TF_KERAS_KINDS]
 if TF_KERAS_KINDS:
     CASES.append(("tf_keras_fit", 3))

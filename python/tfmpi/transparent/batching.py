@@ -7,6 +7,12 @@ order, ragged last batch included. Each rank's loss is the mean over its
 slice; the optimizer applies sum_i (s_i / B) * g_i (allreduced), which is the
 1-process gradient of the mean over B. The weight s_i / B lives in a variable
 (state.batch_weight) so one traced graph serves every batch size.
+
+A loss with reduction "sum" is a sum, not a mean, over the slice: the
+1-process loss is sum_i L_i and its gradient sum_i g_i. Such a loss is
+multiplied by B / s_i on the slice (state.sum_scale; 1 where the batch is not
+split), so the weighting above gives back exactly sum_i L_i and sum_i g_i
+(metrics_patches.wrap_loss_call).
 """
 
 import tensorflow as tf
@@ -25,10 +31,27 @@ def weight_variable():
     return state.batch_weight
 
 
+def sum_scale_variable():
+    """The factor B / s_i for losses with reduction "sum" (1 when unsplit)."""
+    if state.sum_scale is None:
+        with tf.init_scope():
+            state.sum_scale = tf.Variable(1.0, trainable=False, dtype=tf.float32,
+                                          name="tfmpi_sum_loss_scale")
+    return state.sum_scale
+
+
+def record_share(weight):
+    """This rank holds the share `weight` = s_i / B of the current batch."""
+    weight_variable().assign(weight)
+    sum_scale_variable().assign(tf.math.divide_no_nan(1.0, weight))
+
+
 def reset_weight():
     """Outside sliced loops every rank sees the whole batch: weight 1/N."""
     if state.batch_weight is not None:
         state.batch_weight.assign(1.0 / state.size)
+    if state.sum_scale is not None:
+        state.sum_scale.assign(1.0)
 
 
 def slice_bounds(batch_size):

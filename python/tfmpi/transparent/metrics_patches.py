@@ -10,7 +10,8 @@ evaluate) and, for custom loops, in Metric.result() called eagerly.
 Losses: a Keras Loss called on a slice returns the global loss
 sum_i w_i * L_i in its forward value, while its gradient stays the local one
 (the optimizer wrapper weights and sums gradients), so a custom loop that
-prints its loss prints the 1-process value.
+prints its loss prints the 1-process value. A loss with reduction "sum" is
+first scaled by B / s_i (Note [Global batch], batching.py).
 """
 
 import contextlib
@@ -95,12 +96,17 @@ def _wrap_result(original):
 
 def wrap_loss_call(original):
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if active("loss") or state.size == 1:
+        if state.size == 1:
             return original(self, y_true, y_pred, sample_weight)
+        nested = active("loss")
         with inside("loss"):
             local = original(self, y_true, y_pred, sample_weight)
         if getattr(local, "shape", None) is None or local.shape.rank != 0:
             return local  # reduction="none": per-sample values stay local
+        if str(getattr(self, "reduction", "")).lower() == "sum":  # Note [Global batch]
+            local = local * tf.cast(batching.sum_scale_variable(), local.dtype)
+        if nested:
+            return local
         name = f"tfmpi/loss/{collectives.object_id(self, 'loss')}"
 
         @tf.custom_gradient

@@ -22,7 +22,7 @@ def sliced(step):
     def sliced_step(data):
         local, weight = batching.slice_batch(data)
         if weight is not None:
-            batching.weight_variable().assign(weight)
+            batching.record_share(weight)
         return step(local)
 
     return sliced_step

@@ -77,7 +77,7 @@ class _SlicingIterator:
         element = next(self._inner)
         local, weight = batching.slice_batch(element)
         if weight is not None:
-            batching.weight_variable().assign(weight)
+            batching.record_share(weight)
         return local
 
     def get_next(self):

@@ -1,6 +1,11 @@
 """Custom GradientTape loop fidelity run over a shuffled, batched tf.data
 dataset with a tf.function step, a built-in metric and a metric class defined
-here, whose results are read eagerly each epoch. Usage: train_custom_loop.py OUT_DIR"""
+here, whose results are read eagerly each epoch. With "sum", the loss is
+reduced by summing over the batch (plain SGD, batches of 50 that split
+unevenly over 3 ranks), so a mean-style combination of the ranks' losses or
+gradients would show. Usage: train_custom_loop.py OUT_DIR [sum]"""
+
+import sys
 
 import tensorflow as tf
 
@@ -10,12 +15,18 @@ from common import keras
 common.setup_determinism()
 keras.utils.set_random_seed(5)
 x, y = common.digits()
-dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2000).batch(48)  # ragged last batch
+summed = len(sys.argv) > 2 and sys.argv[2] == "sum"
+batch = 50 if summed else 48  # 1797 samples: a ragged last batch either way
+dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2000).batch(batch)
 
 model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32, activation="tanh"),
                           keras.layers.Dense(10)])
-optimizer = keras.optimizers.Adam(1e-2)
-loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+if summed:
+    optimizer = keras.optimizers.SGD(2e-3)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")
+else:
+    optimizer = keras.optimizers.Adam(1e-2)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
 class MeanMaxLogit(keras.metrics.Metric):
@@ -50,7 +61,7 @@ def train_step(xb, yb):
 
 
 losses, epoch_metrics = [], []
-for epoch in range(3):  # 38 steps per epoch
+for epoch in range(3):  # 38 (36 with sum) steps per epoch
     for xb, yb in dataset:
         losses.append(float(train_step(xb, yb)))
     epoch_metrics += [float(accuracy.result()), float(max_logit.result())]
