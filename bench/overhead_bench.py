@@ -15,14 +15,12 @@ initialisation and the import hooks).
 
 import argparse
 import math
-import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 
-from training_bench import EXAMPLE
+from training_bench import EXAMPLE, run
 
 STEP = re.compile(r"median step ([0-9.]+) ms")
 
@@ -44,12 +42,8 @@ def median_interval(values, level=0.95):
 def timed(cmd):
     """(median step time in ms, wall time of the whole run in s)."""
     start = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=1200, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    m = STEP.search(r.stdout)
-    if r.returncode != 0 or not m:
-        raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{r.stdout[-3000:]}")
-    return float(m.group(1)), time.perf_counter() - start
+    step = run(cmd, timeout=1200, figure=STEP)
+    return step, time.perf_counter() - start
 
 
 def main():

@@ -27,11 +27,12 @@ EXAMPLE = os.path.join(HERE, "..", "examples", "resnet50_synthetic.py")
 RATE = re.compile(r"([0-9.]+) images/s")
 
 
-def run(cmd, timeout):
+def run(cmd, timeout, figure=RATE):
+    """The number `figure` finds in the output of cmd (images/s by default)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout, env=env)
-    m = RATE.search(r.stdout)
+    m = figure.search(r.stdout)
     if r.returncode != 0 or not m:
         raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{r.stdout[-3000:]}")
     return float(m.group(1))

@@ -71,7 +71,7 @@ def reference(tmp_path_factory):
 
 
 # The three kinds the issue names run at 2, 3 and 4 ranks with Keras 3; the
-# others, and every tf_keras kind, at 2 (tf_keras fit also at 3).
+# others at 2 or 3, every tf_keras kind at 2 (tf_keras fit also at 3).
 CASES = [(kind, n) for kind in ("fit", "custom_loop", "fit_sync_batchnorm") for n in (2, 3, 4)]
 CASES += [("sparse_lossscale_clipnorm", 2), ("fit_steps_per_epoch_sample_weight", 3),
           ("custom_loop_sum_loss", 3)]
