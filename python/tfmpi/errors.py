@@ -19,3 +19,11 @@ class TensorMismatchError(TfmpiError):
 
 class AbortedError(TfmpiError):
     """The engine shut down before the collective completed."""
+
+
+class BatchMismatchError(TfmpiError):
+    """Under tfmpirun, the ranks' input pipelines produced different global batches."""
+
+
+class UnsupportedVersionError(TfmpiError):
+    """Transparent mode was started with a TensorFlow, Keras or tf_keras outside its tested range."""

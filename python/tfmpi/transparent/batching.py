@@ -12,38 +12,69 @@ A loss with reduction "sum" is a sum, not a mean, over the slice: the
 1-process loss is sum_i L_i and its gradient sum_i g_i. Such a loss is
 multiplied by B / s_i on the slice (state.sum_scale; 1 where the batch is not
 split), so the weighting above gives back exactly sum_i L_i and sum_i g_i
-(metrics_patches.wrap_loss_call).
+(losses.py, Note [Loss normalisers]).
+
+Note [Split context]
+Code inside a split step sometimes needs the split itself, not only the
+weight: random draws are made at the global batch's shape and cut to the
+rank's rows (randomness.py). The split is (start, size, total) as int64
+tensors. Inside a step Keras compiles, they are the tensors computed by
+slice_batch while the step is traced (tracing_split). Custom loops are split
+eagerly, outside the functions they call, so there the split is also kept in a
+variable (state.split, total 0 when nothing is split) that a traced function
+reads when it runs.
 """
+
+import collections
+import contextlib
+import threading
 
 import tensorflow as tf
 
 from tfmpi.transparent import state
+
+Split = collections.namedtuple("Split", "start size total weight")
+
+_local = threading.local()
+
+
+def _variable(attr, initial, dtype, name):
+    if getattr(state, attr) is None:
+        with tf.init_scope():
+            setattr(state, attr, tf.Variable(initial, trainable=False, dtype=dtype, name=name))
+    return getattr(state, attr)
 
 
 def weight_variable():
     """The variable holding this rank's share of the current batch, created on
     first use (creating it at import would initialise TensorFlow's runtime
     before the script can configure threads or devices)."""
-    if state.batch_weight is None:
-        with tf.init_scope():
-            state.batch_weight = tf.Variable(1.0 / state.size, trainable=False, dtype=tf.float32,
-                                             name="tfmpi_batch_weight")
-    return state.batch_weight
+    return _variable("batch_weight", 1.0 / state.size, tf.float32, "tfmpi_batch_weight")
 
 
 def sum_scale_variable():
     """The factor B / s_i for losses with reduction "sum" (1 when unsplit)."""
-    if state.sum_scale is None:
-        with tf.init_scope():
-            state.sum_scale = tf.Variable(1.0, trainable=False, dtype=tf.float32,
-                                          name="tfmpi_sum_loss_scale")
-    return state.sum_scale
+    return _variable("sum_scale", 1.0, tf.float32, "tfmpi_sum_loss_scale")
 
 
-def record_share(weight):
-    """This rank holds the share `weight` = s_i / B of the current batch."""
+def split_variable():
+    """[start, size, total] of the split a custom loop made last (total 0: none)."""
+    return _variable("split", [0, 0, 0], tf.int64, "tfmpi_split")
+
+
+def record_split(split):
+    """This rank holds rows [start, start + size) of a batch of `total`."""
+    weight_variable().assign(split.weight)
+    sum_scale_variable().assign(tf.math.divide_no_nan(1.0, split.weight))
+    split_variable().assign(tf.stack([split.start, split.size, split.total]))
+
+
+def record_unsplit(weight):
+    """Every rank holds whole batches of its own, weighted `weight` (per-rank mode)."""
     weight_variable().assign(weight)
-    sum_scale_variable().assign(tf.math.divide_no_nan(1.0, weight))
+    sum_scale_variable().assign(1.0)
+    if state.split is not None:
+        state.split.assign([0, 0, 0])
 
 
 def reset_weight():
@@ -52,6 +83,33 @@ def reset_weight():
         state.batch_weight.assign(1.0 / state.size)
     if state.sum_scale is not None:
         state.sum_scale.assign(1.0)
+    if state.split is not None:
+        state.split.assign([0, 0, 0])
+
+
+@contextlib.contextmanager
+def tracing_split(split):
+    """Marks the trace of a step that runs on `split` (Note [Split context])."""
+    previous = getattr(_local, "split", None)
+    _local.split = split
+    try:
+        yield
+    finally:
+        _local.split = previous
+
+
+def traced_split():
+    """The Split of the step being traced, or None."""
+    return getattr(_local, "split", None)
+
+
+def variable_split():
+    """(start, size, total) read from state.split (total 0: not split), or None
+    when no custom loop was ever split."""
+    if state.split is None:
+        return None
+    v = tf.convert_to_tensor(state.split)
+    return Split(v[0], v[1], v[2], None)
 
 
 def slice_bounds(batch_size):
@@ -59,27 +117,28 @@ def slice_bounds(batch_size):
     n, r = state.size, state.rank
     base = batch_size // n
     rem = batch_size % n
-    start = r * base + tf.minimum(r, rem)
+    start = r * base + tf.minimum(tf.constant(r, batch_size.dtype), rem)
     size = base + tf.cast(r < rem, batch_size.dtype)
     return start, size
 
 
-def _leading_dim(data):
+def leading_dim(data):
+    """The batch size of `data` (an int64 tensor), or None if nothing is batched."""
     for t in tf.nest.flatten(data):
-        if isinstance(t, (tf.Tensor, tf.RaggedTensor)) and t.shape.rank != 0:
-            if isinstance(t, tf.RaggedTensor):
-                return t.nrows(out_type=tf.int32)
-            return tf.shape(t, out_type=tf.int32)[0]
+        if isinstance(t, tf.RaggedTensor):
+            return t.nrows(out_type=tf.int64)
+        if isinstance(t, tf.Tensor) and t.shape.rank != 0:
+            return tf.shape(t, out_type=tf.int64)[0]
     return None
 
 
 def slice_batch(data):
-    """This rank's slice of every batched tensor in `data`, and its weight s_i / B.
+    """This rank's slice of every batched tensor in `data`, and its Split.
 
     Works eagerly and in graph mode. Returns (data, None) when nothing in
     `data` has a batch dimension.
     """
-    batch = _leading_dim(data)
+    batch = leading_dim(data)
     if batch is None:
         return data, None
     start, size = slice_bounds(batch)
@@ -90,4 +149,4 @@ def slice_batch(data):
         return t
 
     weight = tf.math.divide_no_nan(tf.cast(size, tf.float32), tf.cast(batch, tf.float32))
-    return tf.nest.map_structure(cut, data), weight
+    return tf.nest.map_structure(cut, data), Split(start, size, batch, weight)

@@ -16,7 +16,7 @@ rank i's gradient contributes exactly its part of d(sum_k w_k L_k).
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import batching, collectives, state
+from tfmpi.transparent import batching, naming, state, versions
 
 
 def _sync_sum(x, name):
@@ -34,12 +34,8 @@ def _sync_sum(x, name):
     return f(x)
 
 
-def global_moments(layer, x, axes):
-    base = f"tfmpi/bn/{collectives.object_id(layer, 'layer')}"
-    if not tf.executing_eagerly():  # a layer called twice in one graph needs two names
-        calls = getattr(layer, "_tfmpi_bn_calls", 0)
-        object.__setattr__(layer, "_tfmpi_bn_calls", calls + 1)
-        base += f"/{calls}"
+def global_moments(x, axes):
+    base = naming.name("bn")  # one per call: a layer called twice in one graph needs two
     shape = tf.shape(x)
     count = tf.cast(tf.reduce_prod(tf.gather(shape, axes)), x.dtype)
     count = tops.allreduce(tf.reshape(count, [1]), op="sum", name=base + "/n")[0]
@@ -60,12 +56,13 @@ def install():
     def _moments(self, inputs, mask):
         if mask is not None:
             return original(self, inputs, mask)
+        versions.require_instance(self, ("_reduction_axes",), "BatchNormalization")
         x = tf.convert_to_tensor(inputs)
         dtype = x.dtype
         if dtype in (tf.float16, tf.bfloat16):
             x = tf.cast(x, tf.float32)
         axes = list(self._reduction_axes)
-        mean, variance = global_moments(self, x, axes)
+        mean, variance = global_moments(x, axes)
         mean, variance = tf.squeeze(mean, axes), tf.squeeze(variance, axes)
         return tf.cast(mean, dtype), tf.cast(variance, dtype)
 

@@ -10,6 +10,8 @@ class Options:
     all_ranks_output: bool = False   # ranks other than 0 print too
     sync_batchnorm: bool = False     # BatchNormalization statistics over the global batch
     seed: int = None                 # shared seed (tfmpirun picks one per launch)
+    batch_check_interval: int = 100  # compare batch fingerprints every this many steps (0: never)
+    allow_untested_versions: bool = False  # start even outside the tested version range
 
 
 def _bool(name, default):
@@ -34,7 +36,13 @@ def load():
             seed = int(seed)
         except ValueError:
             raise SystemExit(f"tfmpi: invalid value {seed!r} for TFMPI_SEED: expected an integer") from None
+    interval = os.environ.get("TFMPI_BATCH_CHECK_INTERVAL", "100").strip()
+    if not interval.isdigit():
+        raise SystemExit(f"tfmpi: invalid value {interval!r} for TFMPI_BATCH_CHECK_INTERVAL: expected "
+                         "a whole number of steps (0 turns the check off)")
     return Options(batch_mode=mode,
                    all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
                    sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
-                   seed=seed)
+                   seed=seed,
+                   batch_check_interval=int(interval),
+                   allow_untested_versions=_bool("TFMPI_ALLOW_UNTESTED_VERSIONS", False))

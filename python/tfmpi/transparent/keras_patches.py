@@ -1,17 +1,20 @@
 """Applies every Keras patch of transparent mode, once Keras is imported (the
 import hook calls install() once)."""
 
-from tfmpi.transparent import seeds
+from tfmpi.transparent import seeds, versions
 
 
 def install():
-    from tfmpi.transparent import (batchnorm, metrics_patches, optimizer_patches, per_rank,
-                                   side_effects, trainer_patches)
+    from tfmpi.transparent import (batchnorm, losses, metrics_patches, optimizer_patches,
+                                   per_rank, randomness, side_effects, trainer_patches)
 
+    versions.check("keras")
     seeds.seed_keras()
     optimizer_patches.install()
     trainer_patches.install()
     metrics_patches.install()
+    losses.install_keras()
     side_effects.install()
     batchnorm.install()
     per_rank.install()
+    randomness.install_keras()

@@ -6,54 +6,33 @@ state (totals and counts, confusion counts), so summing each state variable
 over ranks gives the state the 1-process run would have after the same global
 batches; Metric.stateless_result turns it into the global value. This runs
 wherever Keras reads results (get_metrics_result: in the step, at epoch end, in
-evaluate) and, for custom loops, in Metric.result() called eagerly.
-Losses: a Keras Loss called on a slice returns the global loss
-sum_i w_i * L_i in its forward value, while its gradient stays the local one
-(the optimizer wrapper weights and sums gradients), so a custom loop that
-prints its loss prints the 1-process value. A loss with reduction "sum" is
-first scaled by B / s_i (Note [Global batch], batching.py).
+evaluate) and, for custom loops, in Metric.result(), read eagerly or inside a
+tf.function.
+Evaluation and prediction always split the batch (steps.py), also in
+per-rank batch mode, so every sample is counted exactly once. Code that runs
+on rank 0 alone (Note [Rank-0 sections], rank0.py) reads rank 0's own state.
+Losses: see losses.py.
 """
 
-import contextlib
-import threading
+import functools
 
 import tensorflow as tf
 
-from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import batching, collectives, state
+from tfmpi.transparent import collectives, flags, rank0, state
 
-_local = threading.local()
 SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
 
 
-@contextlib.contextmanager
-def inside(flag):
-    setattr(_local, flag, getattr(_local, flag, 0) + 1)
-    try:
-        yield
-    finally:
-        setattr(_local, flag, getattr(_local, flag) - 1)
-
-
-def active(flag):
-    return getattr(_local, flag, 0) > 0
-
-
-def global_results(metrics, prefix):
+def global_results(metrics):
     """[(metric, result)] computed from the sum of every rank's metric state."""
-    values, names = [], []
-    for m_index, m in enumerate(metrics):
-        for v_index, v in enumerate(m.variables):
-            values.append(tf.convert_to_tensor(v))
-            names.append(f"tfmpi/metrics/{prefix}/{m_index}/{v_index}")
+    values = [tf.convert_to_tensor(v) for m in metrics for v in m.variables]
     summable = [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
     if summable:
-        reduced = collectives.allreduce_named([values[i] for i in summable],
-                                              [names[i] for i in summable])
+        reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
         for i, r in zip(summable, reduced):
             values[i] = r
     out, k = [], 0
-    with inside("stateless"):
+    with flags.inside("stateless"):
         for m in metrics:
             n = len(m.variables)
             out.append((m, m.stateless_result(values[k:k + n]) if n else m.result()))
@@ -62,8 +41,9 @@ def global_results(metrics, prefix):
 
 
 def _wrap_get_metrics_result(original):
+    @functools.wraps(original)
     def get_metrics_result(self):
-        if state.size == 1:
+        if state.size == 1 or rank0.inside():
             return original(self)
         return _global_metrics_result(self)
 
@@ -74,7 +54,7 @@ def _global_metrics_result(self):
     from keras.src.utils import python_utils
 
     results = {}
-    for metric, result in global_results(self.metrics, f"model{collectives.object_id(self, 'model')}"):
+    for metric, result in global_results(self.metrics):
         if isinstance(result, dict):
             results.update(result)
         else:
@@ -83,46 +63,15 @@ def _global_metrics_result(self):
 
 
 def _wrap_result(original):
+    @functools.wraps(original)
     def result(self):
-        if active("stateless") or not tf.executing_eagerly() or state.size == 1 \
-                or not self.variables:
+        if flags.active("stateless") or state.size == 1 or not self.variables or rank0.inside():
             return original(self)
-        (metric, value), = global_results([self], f"metric{collectives.object_id(self, 'metric')}")
+        (metric, value), = global_results([self])
         return value
 
     result._tfmpi_wrapped = True
     return result
-
-
-def wrap_loss_call(original):
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        if state.size == 1:
-            return original(self, y_true, y_pred, sample_weight)
-        nested = active("loss")
-        with inside("loss"):
-            local = original(self, y_true, y_pred, sample_weight)
-        if getattr(local, "shape", None) is None or local.shape.rank != 0:
-            return local  # reduction="none": per-sample values stay local
-        if str(getattr(self, "reduction", "")).lower() == "sum":  # Note [Global batch]
-            local = local * tf.cast(batching.sum_scale_variable(), local.dtype)
-        if nested:
-            return local
-        name = f"tfmpi/loss/{collectives.object_id(self, 'loss')}"
-
-        @tf.custom_gradient
-        def globalize(x):
-            weighted = x * tf.cast(batching.weight_variable(), x.dtype)
-            total = tops.allreduce(weighted, op="sum", name=name)
-
-            def grad(upstream):  # the optimizer weights and sums the local gradients
-                return upstream
-
-            return total, grad
-
-        return globalize(local)
-
-    __call__._tfmpi_wrapped = True
-    return __call__
 
 
 def all_subclasses(cls):
@@ -158,11 +107,8 @@ def wrap_metric_results(Metric, wrap):
 
 def install():
     import keras  # noqa: F401  (loads every built-in metric class)
-    from keras.src.losses.loss import Loss
     from keras.src.metrics.metric import Metric
     from keras.src.trainers.trainer import Trainer
 
     Trainer.get_metrics_result = _wrap_get_metrics_result(Trainer.get_metrics_result)
     wrap_metric_results(Metric, _wrap_result)
-    if not getattr(Loss.__call__, "_tfmpi_wrapped", False):
-        Loss.__call__ = wrap_loss_call(Loss.__call__)

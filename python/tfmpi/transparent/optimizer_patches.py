@@ -11,49 +11,39 @@ pass through, so no rank can disagree on the finite check. Before the first
 update, the variables being trained are broadcast from rank 0.
 """
 
-import contextlib
-import threading
-
 import tensorflow as tf
 
-from tfmpi.transparent import batching, collectives, state
-
-_local = threading.local()
+from tfmpi.transparent import batching, collectives, flags, state, versions
 
 
-@contextlib.contextmanager
 def reducing():
-    _local.depth = getattr(_local, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _local.depth -= 1
+    """Marks the wrapped apply of an outer optimizer: nested ones pass through."""
+    return flags.inside("reducing")
 
 
-def _sync_before_first_update(opt, variables, prefix):
+def _sync_before_first_update(opt, variables):
     if tf.executing_eagerly():
         if not getattr(opt, "_tfmpi_synced", False):
-            collectives.broadcast_variables(variables, prefix)
+            collectives.broadcast_variables(variables)
             object.__setattr__(opt, "_tfmpi_synced", True)
         return
     with tf.init_scope():  # an optimizer may create its step counter on first use
         iterations = opt.iterations
     tf.cond(tf.equal(iterations, 0),
-            lambda: collectives.broadcast_variables(variables, prefix),
+            lambda: collectives.broadcast_variables(variables),
             tf.no_op)
 
 
 def passes_through():
     """True inside an outer wrapper (nested optimizers) or with one rank."""
-    return getattr(_local, "depth", 0) > 0 or state.size == 1
+    return flags.active("reducing") or state.size == 1
 
 
 def reduced_gradients(opt, grads, variables):
     """The global gradient for `variables` (broadcasting them first on the
     optimizer's first update)."""
-    prefix = f"opt{collectives.object_id(opt, 'optimizer')}"
-    _sync_before_first_update(opt, variables, prefix)
-    return collectives.reduce_gradients(grads, variables, batching.weight_variable(), prefix)
+    _sync_before_first_update(opt, variables)
+    return collectives.reduce_gradients(grads, batching.weight_variable())
 
 
 def wrap_apply(original):
@@ -64,6 +54,7 @@ def wrap_apply(original):
         if not grads:
             return original(self, grads, trainable_variables)
         if trainable_variables is None:
+            versions.require_instance(self, ["_trainable_variables"], type(self).__name__)
             variables = list(self._trainable_variables)
         else:
             trainable_variables = list(trainable_variables)

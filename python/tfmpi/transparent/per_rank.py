@@ -10,7 +10,7 @@ Custom loops that iterate a batched tf.data dataset eagerly get the same
 round-robin deal (deal_batches). Gradients are averaged with equal weights.
 """
 
-from tfmpi.transparent import loops, state
+from tfmpi.transparent import loops, state, versions
 
 
 UNKNOWN_EPOCH = (
@@ -61,6 +61,8 @@ def install():
         original_init(self, *args, **kwargs)
         if not loops.claim_training_iterator():
             return
+        versions.require_instance(self, ("data_adapter", "_num_batches", "_distributed_dataset"),
+                                  "TFEpochIterator")
         batches = self.data_adapter.num_batches
         if batches is None and not self.steps_per_epoch:
             raise ValueError(UNKNOWN_EPOCH)

@@ -13,3 +13,11 @@ batch_weight = None
 # tf.Variable: B / s_i while the batch is split, else 1 (losses with reduction
 # "sum", batching.py).
 sum_scale = None
+
+# tf.Variable int64 [start, size, total]: the split a custom loop made last
+# (total 0: not split; batching.py, Note [Split context]).
+split = None
+
+# A custom loop's dataset iteration has been split at least once: from then
+# on, random draws in traced functions look at state.split (randomness.py).
+custom_split_seen = False

@@ -1,6 +1,14 @@
-"""Pieces shared by the Keras 3 and tf_keras trainer patches: the sliced step
-functions (global-batch semantics inside the compiled step), the wrapper that
-marks Keras' own loops, and the broadcast of a model's state."""
+"""Pieces shared by the Keras 3 and tf_keras trainer patches: the step
+functions each rank runs (a slice of the global batch, or in per-rank mode its
+own batch), the wrapper that marks Keras' own loops, and the broadcast of a
+model's state.
+
+The steps are installed on the model instance (install_steps), where Keras
+looks them up when it makes or traces its step functions, so a train_step
+the script overrides is wrapped too and Keras' own methods run unchanged.
+Evaluation and prediction split the batch in both batch modes, so every
+sample is counted once (Note [Global metrics], metrics_patches.py).
+"""
 
 import functools
 import sys
@@ -8,7 +16,9 @@ import sys
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import batching, collectives, loops, state
+from tfmpi.transparent import batch_check, batching, collectives, loops, naming, state
+
+STEPS = ("train_step", "test_step", "predict_step")
 
 
 def global_mode():
@@ -16,34 +26,68 @@ def global_mode():
 
 
 def sliced(step):
-    """`step` run on this rank's slice of the batch, its share recorded for
-    the optimizer wrapper (batching.py)."""
+    """`step` run on this rank's slice of the batch, its split recorded for
+    the optimizer and loss wrappers (batching.py)."""
     @functools.wraps(step)
     def sliced_step(data):
-        local, weight = batching.slice_batch(data)
-        if weight is not None:
-            batching.record_share(weight)
-        return step(local)
+        batch_check.graph_check(data)
+        local, split = batching.slice_batch(data)
+        if split is None:
+            return step(data)
+        batching.record_split(split)
+        with batching.tracing_split(split):
+            return step(local)
 
+    sliced_step._tfmpi_step = True
     return sliced_step
 
 
-def sliced_predict(step, model):
-    """`step` run on this rank's slice; the outputs gathered back in order."""
-    prefix = f"tfmpi/predict/{collectives.object_id(model, 'model')}"
+def per_rank(step):
+    """`step` on this rank's own batch, weighted 1/N (per-rank batch mode)."""
+    @functools.wraps(step)
+    def per_rank_step(data):
+        batching.record_unsplit(1.0 / state.size)
+        return step(data)
 
+    per_rank_step._tfmpi_step = True
+    return per_rank_step
+
+
+def sliced_predict(step):
+    """`step` run on this rank's slice; the outputs gathered back in order."""
     @functools.wraps(step)
     def sliced_predict_step(data):
-        local, weight = batching.slice_batch(data)
-        outputs = step(local)
-        if weight is None:
-            return outputs
+        batch_check.graph_check(data)
+        local, split = batching.slice_batch(data)
+        if split is None:
+            return step(data)
+        with batching.tracing_split(split):
+            outputs = step(local)
         flat = tf.nest.flatten(outputs)
+        prefix = naming.name("predict")
         gathered = [tops.allgather(t, name=f"{prefix}/{i}") if isinstance(t, tf.Tensor)
                     and t.shape.rank != 0 else t for i, t in enumerate(flat)]
         return tf.nest.pack_sequence_as(outputs, gathered)
 
+    sliced_predict_step._tfmpi_step = True
     return sliced_predict_step
+
+
+def install_step(model, name):
+    """Put the wrapped `name` (train_step, test_step, predict_step) on the
+    model instance, once."""
+    if state.size == 1:
+        return
+    current = getattr(model, name)
+    if getattr(current, "_tfmpi_step", False):
+        return
+    if name == "predict_step":
+        wrapped = sliced_predict(current)
+    elif name == "test_step" or global_mode():
+        wrapped = sliced(current)
+    else:
+        wrapped = per_rank(current)
+    object.__setattr__(model, name, wrapped)
 
 
 def sync_model_state(model):
@@ -53,12 +97,37 @@ def sync_model_state(model):
     if optimizer is not None and getattr(optimizer, "built", True):
         extra = getattr(optimizer, "variables", [])
         variables += list(extra() if callable(extra) else extra)
-    collectives.broadcast_variables(variables, f"model{collectives.object_id(model, 'model')}")
+    collectives.broadcast_variables(variables)
+
+
+def wrap_make_functions(cls, makers):
+    """Wrap cls.<maker> (make_train_function, ...): the wrapped step is put on
+    the instance before Keras makes its function; the model's state is
+    broadcast when a train function is made. `makers` maps each maker to
+    (step name, attribute holding the made function)."""
+    for maker, (step_name, made_attr) in makers.items():
+        original = getattr(cls, maker)
+
+        def make(original, step_name, made_attr):
+            @functools.wraps(original)
+            def make_function(self, force=False):
+                fresh = force or getattr(self, made_attr) is None
+                if fresh:
+                    install_step(self, step_name)
+                result = original(self, force)
+                if fresh and step_name == "train_step" and state.size > 1:
+                    sync_model_state(self)
+                return result if result is not None else getattr(self, made_attr)
+
+            return make_function
+
+        setattr(cls, maker, make(original, step_name, made_attr))
 
 
 def mark_loops(cls, names):
-    """Wrap cls.<name> so the custom-loop slicing knows a Keras loop runs, and
-    every rank's batch share is reset afterwards."""
+    """Wrap cls.<name> so the custom-loop slicing knows a Keras loop runs,
+    every rank's batch share is reset afterwards, and a batch mismatch found
+    inside the compiled step is reported as such."""
     for name in names:
         original = getattr(cls, name)
         if getattr(original, "_tfmpi_wrapped", False):
@@ -68,8 +137,14 @@ def mark_loops(cls, names):
             @functools.wraps(original)
             def run(self, *args, **kwargs):
                 with loops.keras_loop(original.__name__):
+                    batch_check.loop_started(original.__name__)
                     try:
                         return original(self, *args, **kwargs)
+                    except tf.errors.InvalidArgumentError as e:
+                        mismatch = batch_check.translate(e)
+                        if mismatch is None:
+                            raise
+                        raise mismatch from None
                     finally:
                         batching.reset_weight()
 

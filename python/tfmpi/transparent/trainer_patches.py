@@ -1,54 +1,33 @@
 """Keras' fit / evaluate / predict under global-batch semantics.
 
-The step functions Keras compiles are wrapped so that each rank runs the
-(possibly user-overridden) step on its slice of the batch (batching.py) and
-records its share of the batch for the optimizer wrapper; predict gathers the
-slices back in order. Model and optimizer variables are broadcast from rank 0
-when the train function is made, before the first update. XLA compilation is
-turned off when there is more than one rank: tfmpi's ops have no XLA kernels.
+Keras makes its step functions from the model's train_step / test_step /
+predict_step (the script's overrides included). Those are wrapped on the
+model instance before Keras makes the functions (steps.py): each rank runs
+the step on its slice of the batch (or, in per-rank mode, trains on its own
+batches), predict gathers the slices back in order. Model and optimizer
+variables are broadcast from rank 0 when the train function is made, before
+the first update. XLA compilation is turned off when there is more than one
+rank: tfmpi's ops have no XLA kernels. A new pass over the data (an epoch)
+restarts the batch-agreement checks (batch_check.py).
 """
 
 import functools
 
-from tfmpi.transparent import state, steps
+from tfmpi.transparent import batch_check, state, steps
 
-
-def _patch_make_functions(TensorFlowTrainer):
-    def make_train_function(self, force=False):
-        if self.train_function is not None and not force:
-            return self.train_function
-        step = steps.sliced(self.train_step) if steps.global_mode() else self.train_step
-        self.train_function = self._make_function(step)
-        if state.size > 1:
-            steps.sync_model_state(self)
-        return self.train_function
-
-    def make_test_function(self, force=False):
-        if self.test_function is not None and not force:
-            return self.test_function
-        step = steps.sliced(self.test_step) if steps.global_mode() else self.test_step
-        self.test_function = self._make_function(step)
-        return self.test_function
-
-    original_make_predict = TensorFlowTrainer.make_predict_function
-
-    def make_predict_function(self, force=False):
-        if self.predict_function is not None and not force:
-            return self.predict_function
-        # Keras' predict function looks self.predict_step up when it traces, so
-        # the sliced step is installed on the instance (once).
-        if steps.global_mode() and "predict_step" not in self.__dict__:
-            object.__setattr__(self, "predict_step", steps.sliced_predict(self.predict_step, self))
-        return original_make_predict(self, force)
-
-    TensorFlowTrainer.make_train_function = make_train_function
-    TensorFlowTrainer.make_test_function = make_test_function
-    TensorFlowTrainer.make_predict_function = make_predict_function
+MAKERS = {"make_train_function": ("train_step", "train_function"),
+          "make_test_function": ("test_step", "test_function"),
+          "make_predict_function": ("predict_step", "predict_function")}
 
 
 def _patch_jit(Trainer):
     original_auto = Trainer._resolve_auto_jit_compile
-    Trainer._resolve_auto_jit_compile = lambda self: original_auto(self) if state.size == 1 else False
+
+    @functools.wraps(original_auto)
+    def _resolve_auto_jit_compile(self):
+        return original_auto(self) if state.size == 1 else False
+
+    Trainer._resolve_auto_jit_compile = _resolve_auto_jit_compile
     original_compile = Trainer.compile
 
     @functools.wraps(original_compile)
@@ -62,11 +41,24 @@ def _patch_jit(Trainer):
     Trainer.compile = compile
 
 
+def _patch_epochs(EpochIterator):
+    original_iter = EpochIterator.__iter__
+
+    @functools.wraps(original_iter)
+    def __iter__(self):
+        batch_check.pass_started()
+        return original_iter(self)
+
+    EpochIterator.__iter__ = __iter__
+
+
 def install():
     from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+    from keras.src.trainers.epoch_iterator import EpochIterator
     from keras.src.trainers.trainer import Trainer
 
-    _patch_make_functions(TensorFlowTrainer)
+    steps.wrap_make_functions(TensorFlowTrainer, MAKERS)
     steps.mark_loops(TensorFlowTrainer, ("fit", "evaluate", "predict", "train_on_batch",
                                          "test_on_batch", "predict_on_batch"))
     _patch_jit(Trainer)
+    _patch_epochs(EpochIterator)

@@ -69,4 +69,4 @@ for epoch in range(3):  # 38 (36 with sum) steps per epoch
           f"mean_max_logit={epoch_metrics[-1]:.8f}", flush=True)
     accuracy.reset_state()
     max_logit.reset_state()
-common.write_run(losses + epoch_metrics, model)
+common.write_run(losses, model, extra=epoch_metrics)

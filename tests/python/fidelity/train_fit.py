@@ -22,13 +22,12 @@ model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 
 
-record = common.RecordLoss()
+record = common.RecordLoss(common.batch_sizes(1437, 50))
 checkpoint = keras.callbacks.ModelCheckpoint(
     os.path.join(common.out_dir(), f"ckpt-{os.getpid()}.weights.h5"), save_weights_only=True)
 # 1437 training samples / batch 50: 29 steps per epoch, the last one ragged (37).
 model.fit(x[:1437], y[:1437], batch_size=50, epochs=4, shuffle=True, verbose=0,
           validation_data=(x[1437:], y[1437:]), class_weight={i: 1.0 + 0.1 * i for i in range(10)},
           callbacks=[record, checkpoint])
-loss, acc = model.evaluate(x[1437:], y[1437:], verbose=0)
-print(f"EVAL loss={loss:.8f} acc={acc:.8f}", flush=True)
-common.write_run(record.losses, model)
+common.evaluate(model, x[1437:], y[1437:])
+common.write_run(record.losses, model, record.bounds)

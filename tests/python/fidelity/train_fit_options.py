@@ -18,9 +18,7 @@ model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32, activ
                           keras.layers.Dense(10, activation="softmax")])
 model.compile(optimizer=keras.optimizers.Adam(5e-3), loss="sparse_categorical_crossentropy",
               weighted_metrics=["accuracy"])
-record = common.RecordLoss()
+record = common.RecordLoss([40])
 model.fit(train, steps_per_epoch=30, epochs=4, verbose=0, callbacks=[record])  # 120 steps
-loss, acc = model.evaluate(x[1400:], y[1400:], sample_weight=weights[1400:], batch_size=64,
-                           verbose=0)
-print(f"EVAL loss={loss:.8f} acc={acc:.8f}", flush=True)
-common.write_run(record.losses + [loss, acc], model)
+common.evaluate(model, x[1400:], y[1400:], sample_weight=weights[1400:], batch_size=64)
+common.write_run(record.losses, model, record.bounds)

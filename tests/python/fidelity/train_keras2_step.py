@@ -35,6 +35,6 @@ model = Classifier()
 model.compile(optimizer=keras.optimizers.legacy.RMSprop(1e-3),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
               metrics=["sparse_categorical_accuracy"])
-record = common.RecordLoss()
+record = common.RecordLoss(common.batch_sizes(1797, 64))
 model.fit(x, y, batch_size=64, epochs=4, shuffle=True, verbose=0, callbacks=[record])  # 29 steps
-common.write_run(record.losses, model)
+common.write_run(record.losses, model, record.bounds)

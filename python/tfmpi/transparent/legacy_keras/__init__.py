@@ -12,13 +12,16 @@ result is read.
 
 def install():
     """Called once, by the import hook for tf_keras."""
-    from tfmpi.transparent import seeds
+    from tfmpi.transparent import losses, randomness, seeds, versions
     from tfmpi.transparent.legacy_keras import (batchnorm, metrics, optimizers, side_effects,
                                                 training)
 
+    versions.check("tf_keras")
     seeds.seed_tf_keras()
     optimizers.install()
     training.install()
     metrics.install()
+    losses.install_tf_keras()
     side_effects.install()
     batchnorm.install()
+    randomness.install_tf_keras()

@@ -28,7 +28,7 @@ def install():
         if dtype in (tf.float16, tf.bfloat16):
             x = tf.cast(x, tf.float32)
         axes = list(reduction_axes)
-        mean, variance = batchnorm.global_moments(self, x, axes)
+        mean, variance = batchnorm.global_moments(x, axes)
         if not keep_dims:
             mean, variance = tf.squeeze(mean, axes), tf.squeeze(variance, axes)
         return tf.cast(mean, dtype), tf.cast(variance, dtype)

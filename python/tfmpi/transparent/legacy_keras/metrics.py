@@ -12,31 +12,21 @@ state of Keras' built-in metrics (see ../metrics_patches.py).
 
 import tensorflow as tf
 
-from tfmpi.transparent import collectives, metrics_patches, state
+from tfmpi.transparent import collectives, flags, metrics_patches, rank0, state
 
 _SUMMABLE = metrics_patches.SUMMABLE
 
 
-def _graph_call_index(obj):
-    # Within one traced graph, each read needs its own collective name.
-    if tf.executing_eagerly():
-        return ""
-    calls = getattr(obj, "_tfmpi_result_calls", 0)
-    object.__setattr__(obj, "_tfmpi_result_calls", calls + 1)
-    return f"/{calls}"
-
-
-def swapped_results(metrics, prefix, read):
+def swapped_results(metrics, read):
     """[read(metric)] with every metric's state replaced by its sum over ranks."""
     variables = [v for m in metrics for v in m.variables if v.dtype in _SUMMABLE]
     saved = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
     if not variables:
         return [read(m) for m in metrics]
-    names = [f"tfmpi/metrics/{prefix}/{i}" for i in range(len(variables))]
-    summed = collectives.allreduce_named(saved, names)
+    summed = collectives.allreduce_sum(saved, "metrics")
     for v, s in zip(variables, summed):
         v.assign(s)
-    with metrics_patches.inside("stateless"):
+    with flags.inside("stateless"):
         results = [read(m) for m in metrics]
     # The restores must follow the reads that produced `results`.
     with tf.control_dependencies(tf.nest.flatten(results)):
@@ -47,11 +37,10 @@ def swapped_results(metrics, prefix, read):
 
 def _wrap_get_metrics_result(original):
     def get_metrics_result(self):
-        if state.size == 1:
+        if state.size == 1 or rank0.inside():
             return original(self)
-        prefix = f"model{collectives.object_id(self, 'model')}" + _graph_call_index(self)
         out = {}
-        for metric, result in zip(self.metrics, swapped_results(self.metrics, prefix,
+        for metric, result in zip(self.metrics, swapped_results(self.metrics,
                                                                 lambda m: m.result())):
             if isinstance(result, dict):
                 out.update(result)
@@ -64,10 +53,9 @@ def _wrap_get_metrics_result(original):
 
 def _wrap_result(original):
     def result(self):
-        if metrics_patches.active("stateless") or state.size == 1 or not self.variables:
+        if flags.active("stateless") or state.size == 1 or not self.variables or rank0.inside():
             return original(self)
-        prefix = f"metric{collectives.object_id(self, 'metric')}" + _graph_call_index(self)
-        value, = swapped_results([self], prefix, lambda m: original(m))
+        value, = swapped_results([self], lambda m: original(m))
         return value
 
     result._tfmpi_wrapped = True
@@ -77,11 +65,8 @@ def _wrap_result(original):
 def install():
     import tf_keras  # noqa: F401  (loads every built-in metric class)
     from tf_keras.src.engine import training
-    from tf_keras.src.losses import Loss
     from tf_keras.src.metrics.base_metric import Metric
 
     Model = training.Model
     Model.get_metrics_result = _wrap_get_metrics_result(Model.get_metrics_result)
     metrics_patches.wrap_metric_results(Metric, _wrap_result)
-    if not getattr(Loss.__call__, "_tfmpi_wrapped", False):
-        Loss.__call__ = metrics_patches.wrap_loss_call(Loss.__call__)

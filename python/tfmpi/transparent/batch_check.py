@@ -1,0 +1,141 @@
+"""Every rank must see the same global batches; this checks that they do.
+
+Note [Batch agreement]
+Splitting a batch is only right if every rank's input pipeline produced the
+same batch: each rank then takes its own rows of one global batch. Pipelines
+disagree when their order is not deterministic (`deterministic=False`, a
+parallel interleave), when files are listed in a different order on each host,
+or when data is shuffled with randomness the shared seed does not reach (an
+unseeded `np.random.default_rng()`). Training would go on, silently wrong.
+So on the first FIRST_STEPS steps of every pass over the data (epoch,
+evaluation, prediction, custom-loop iteration) and on every
+TFMPI_BATCH_CHECK_INTERVAL-th step after that (1: every step; 0: never), each
+rank fingerprints the whole global batch (farmhash64 of its bytes, row by row,
+then of the rows) and the fingerprints are allgathered. If any differs from
+rank 0's, every rank stops with BatchMismatchError naming the step and the
+ranks. The cost is one hash of the batch and an 8-byte allgather on a checked
+step, and a counter update on the others.
+"""
+
+import re
+
+import tensorflow as tf
+
+from tfmpi.errors import BatchMismatchError
+from tfmpi.tensorflow import ops as tops
+from tfmpi.transparent import loops, naming, state
+
+FIRST_STEPS = 2
+_MARK = "TFMPI_BATCH_MISMATCH"
+CAUSES = (
+    "Every rank must read the same batches in the same order: the batch is split across the "
+    "ranks after it is read. Likely causes: a tf.data pipeline with deterministic=False (or "
+    "options.deterministic = False), files listed in a different order on each host (sort "
+    "the file list), or data shuffled or augmented with randomness that is not seeded (e.g. "
+    "np.random.default_rng() without a seed) before it reaches Keras. "
+    "TFMPI_BATCH_CHECK_INTERVAL=0 turns this check off.")
+
+_counters = {}  # loop name -> tf.Variable int64 [pass, step]
+
+
+def _fingerprint_rows(t):
+    if isinstance(t, tf.RaggedTensor):
+        return tf.concat([_fingerprint_rows(t.flat_values),
+                          _fingerprint_rows(t.nested_row_splits[0])], axis=1)
+    if isinstance(t, tf.SparseTensor):
+        return tf.concat([_fingerprint_rows(t.values), _fingerprint_rows(t.indices)], axis=1)
+    if t.dtype == tf.bool:
+        t = tf.cast(t, tf.uint8)
+    return tf.fingerprint(tf.reshape(t, [1, -1]))
+
+
+def fingerprint(data):
+    """One int64 fingerprint of every tensor in `data` (eagerly or in a graph)."""
+    parts = [_fingerprint_rows(t) for t in tf.nest.flatten(data)
+             if isinstance(t, (tf.Tensor, tf.RaggedTensor, tf.SparseTensor))]
+    if not parts:
+        return tf.zeros([1], tf.int64)
+    combined = tf.fingerprint(tf.concat(parts, axis=1))
+    return tf.reshape(tf.bitcast(tf.reshape(combined, [8]), tf.int64), [1])
+
+
+def _due(step):
+    interval = state.options.batch_check_interval
+    due = step < FIRST_STEPS
+    if interval > 0:
+        due = tf.logical_or(due, tf.equal(step % interval, 0))
+    return due
+
+
+def enabled():
+    return state.options.batch_check_interval > 0 and state.size > 1
+
+
+def _counter(loop):
+    if loop not in _counters:
+        with tf.init_scope():
+            _counters[loop] = tf.Variable([0, 0], dtype=tf.int64, trainable=False,
+                                          name=f"tfmpi_batch_check_{loop}")
+    return _counters[loop]
+
+
+def loop_started(loop):
+    """A Keras loop (fit, evaluate, ...) begins: its passes are counted from 1."""
+    if enabled() and loop in _counters:
+        _counters[loop].assign([0, 0])
+
+
+def pass_started():
+    """The innermost Keras loop starts a pass over its data (an epoch)."""
+    loop = loops.innermost()
+    if enabled() and loop is not None:
+        v = _counter(loop)
+        v.assign([int(v[0]) + 1, 0])
+
+
+def graph_check(data):
+    """Inside a step Keras compiles: check the global batch `data` when due."""
+    if not enabled():
+        return
+    loop = loops.innermost() or "step"
+    counts = _counter(loop).assign_add([0, 1])
+    epoch, step = counts[0], counts[1] - 1
+
+    def compare():
+        gathered = tops.allgather(fingerprint(data), name=naming.name("batchcheck"))
+        same = tf.equal(gathered, gathered[0])
+        bad = tf.reshape(tf.where(tf.logical_not(same)), [-1])
+        where = "epoch {}, step {}" if loop == "fit" else "pass {}, step {}"
+        message = tf.strings.format(
+            _MARK + "[" + loop + ", " + where + ": ranks {} drew a different batch from rank 0]",
+            (tf.maximum(epoch, 1), step + 1, bad), summarize=-1)
+        with tf.control_dependencies([tf.debugging.Assert(tf.reduce_all(same), [message])]):
+            return tf.constant(0)
+
+    tf.cond(_due(step), compare, lambda: tf.constant(0))
+
+
+class EagerCheck:
+    """The same check for a custom loop's iterator (one pass per iterator)."""
+
+    def __init__(self):
+        self.step = 0
+
+    def check(self, element):
+        step, self.step = self.step, self.step + 1
+        if not enabled() or not bool(_due(tf.constant(step, tf.int64))):
+            return
+        gathered = tops.allgather(fingerprint(element), name=naming.name("batchcheck")).numpy()
+        bad = [r for r in range(len(gathered)) if gathered[r] != gathered[0]]
+        if bad:
+            raise BatchMismatchError(
+                f"tfmpi: in a custom loop's pass over its dataset, step {step + 1}: ranks {bad} "
+                f"drew a different batch from rank 0. {CAUSES}")
+
+
+def translate(error):
+    """BatchMismatchError for an error raised by graph_check's assertion, else None."""
+    found = re.search(_MARK + r"\[(.*?)\]\]", str(error), re.S)
+    if not found:
+        return None
+    return BatchMismatchError(f"tfmpi: in {found.group(1)}. {CAUSES}")

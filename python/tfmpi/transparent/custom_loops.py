@@ -1,0 +1,96 @@
+"""Custom training loops that iterate a batched tf.data dataset eagerly
+(`for x, y in dataset:`): each rank gets its slice of every batch (global
+batch mode) or whole batches dealt round-robin (per-rank mode, per_rank.py).
+
+The split is recorded in variables (batching.py, Note [Split context]) when a
+batch is handed out, and cleared when the loop ends: when the iterator is
+exhausted, or dropped by a `break`.
+"""
+
+import tensorflow as tf
+
+from tfmpi.transparent import batch_check, batching, loops, state
+
+_BATCHING = {"_BatchDataset", "_PaddedBatchDataset", "_ParallelBatchDataset",
+             "_DenseToRaggedDataset", "_DenseToSparseBatchDataset", "_RebatchDataset",
+             "_GroupByWindowDataset", "_MapAndBatchDataset"}
+_UNBATCHING = {"_UnbatchDataset"}
+
+
+def is_batched(dataset):
+    """Whether the dataset's elements are batches (a batch op nearer than any unbatch)."""
+    d = dataset
+    while d is not None:
+        name = type(d).__name__
+        if name in _BATCHING:
+            return True
+        if name in _UNBATCHING:
+            return False
+        try:
+            inputs = d._inputs()
+        except Exception:
+            return False
+        d = inputs[0] if len(inputs) == 1 else None
+    return False
+
+
+class SlicingIterator:
+    """Yields this rank's slice of each batch and records the split."""
+
+    _latest = None  # the iterator whose split the variables hold
+
+    def __init__(self, inner):
+        self._inner = inner
+        self._check = batch_check.EagerCheck()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            element = next(self._inner)
+        except StopIteration:
+            self._end()
+            raise
+        self._check.check(element)
+        local, split = batching.slice_batch(element)
+        if split is not None:
+            state.custom_split_seen = True
+            SlicingIterator._latest = self
+            batching.record_split(split)
+        return local
+
+    def get_next(self):
+        return self.__next__()
+
+    def _end(self):
+        if SlicingIterator._latest is self:
+            SlicingIterator._latest = None
+            batching.reset_weight()
+
+    def __del__(self):
+        try:
+            self._end()
+        except Exception:  # interpreter shutdown: nothing left to reset
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def install():
+    from tensorflow.python.data.ops import dataset_ops
+
+    original_iter = dataset_ops.DatasetV2.__iter__
+
+    def __iter__(self):
+        if (state.size == 1 or loops.inside_keras_loop() or not tf.executing_eagerly()
+                or not is_batched(self)):
+            return original_iter(self)
+        if state.options.batch_mode == "global":
+            return SlicingIterator(original_iter(self))
+        from tfmpi.transparent import per_rank
+
+        return original_iter(per_rank.deal_batches(self))
+
+    dataset_ops.DatasetV2.__iter__ = __iter__
