@@ -28,8 +28,8 @@ from tfmpi.errors import (
 )
 
 __all__ = [
-    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
-    "allreduce", "allreduce_async", "broadcast", "broadcast_async", "allgather",
+    "init", "shutdown", "set_exit_reason", "is_initialized", "rank", "size", "local_rank",
+    "local_size", "allreduce", "allreduce_async", "broadcast", "broadcast_async", "allgather",
     "allgather_async", "barrier", "engine_stats", "TfmpiError", "NotInitializedError",
     "InvalidArgumentError", "TensorMismatchError", "AbortedError",
 ]
@@ -53,6 +53,21 @@ def init():
 def shutdown():
     """Collective: stop the engine once every rank has called shutdown()."""
     _core.shutdown()
+
+
+def set_exit_reason(text):
+    """Say why this rank is about to stop: the error its script fails with.
+
+    When this rank then shuts down (``shutdown()``, or at exit), the other ranks'
+    collectives that still wait for it fail with an ``AbortedError`` that says
+    "rank 1 stopped with an error: <text>" rather than suggesting the ranks ran
+    different numbers of steps. For example, from ``sys.excepthook``::
+
+        tfmpi.set_exit_reason(f"{type(e).__name__}: {e}")
+
+    No effect before ``init()`` or after ``shutdown()``; a later call replaces the text.
+    """
+    _core.set_exit_reason(str(text))
 
 
 atexit.register(shutdown)

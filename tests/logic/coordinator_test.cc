@@ -92,5 +92,85 @@ TEST(Coordinator, StallNamesWhoSubmittedAndWhoIsMissingOnce) {
       << "reported once";
 }
 
+
+// Note [Deadlock]: every rank waits for a tensor the others never submit.
+TEST(Coordinator, DeadlockFailsEveryWaitingTensorNamingTheMissingRanks) {
+  Coordinator c(3);
+  const Clock::time_point t0 = Clock::now();
+  const auto after = std::chrono::seconds(10);
+  c.Ingest(0, {Meta("step5/grad")}, t0);
+  c.Ingest(1, {Meta("step5/grad")}, t0);
+  c.Ingest(2, {Meta("eval/loss")}, t0);
+  EXPECT_TRUE(c.TakeDecided().empty());
+  EXPECT_TRUE(c.TakeDeadlocked(t0, after).empty());
+  EXPECT_TRUE(c.TakeDeadlocked(t0 + std::chrono::seconds(9), after).empty());
+  const auto failed = c.TakeDeadlocked(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(Names(failed), (std::vector<std::string>{"eval/loss", "step5/grad"}));
+  EXPECT_TRUE(Contains(failed[1].error, {"'step5/grad'", "submitted by ranks 0, 1",
+                                         "never submitted by rank 2", "ran different sequences"}));
+  EXPECT_TRUE(Contains(failed[0].error, {"'eval/loss'", "never submitted by ranks 0, 1"}));
+  EXPECT_EQ(c.pending(), 0u);
+}
+
+// A tensor completing anywhere is progress: the clock starts again.
+TEST(Coordinator, ProgressRestartsTheDeadlockClock) {
+  Coordinator c(2);
+  const Clock::time_point t0 = Clock::now();
+  const auto after = std::chrono::seconds(10);
+  c.Ingest(0, {Meta("a")}, t0);
+  c.Ingest(1, {Meta("b")}, t0);
+  EXPECT_TRUE(c.TakeDeadlocked(t0, after).empty());
+  const Clock::time_point t8 = t0 + std::chrono::seconds(8);
+  c.Ingest(0, {Meta("c")}, t8);
+  c.Ingest(1, {Meta("c")}, t8);
+  EXPECT_EQ(Names(c.TakeDecided()), std::vector<std::string>{"c"});
+  EXPECT_TRUE(c.TakeDeadlocked(t8, after).empty());
+  EXPECT_TRUE(c.TakeDeadlocked(t0 + std::chrono::seconds(17), after).empty());
+  EXPECT_EQ(c.TakeDeadlocked(t0 + std::chrono::seconds(19), after).size(), 2u);
+}
+
+// A rank with nothing outstanding is busy, not blocked (e.g. rank 0 writing a
+// checkpoint while the others wait in a broadcast): never a deadlock.
+TEST(Coordinator, ASlowRankWithNothingPendingIsNotADeadlock) {
+  Coordinator c(3);
+  const Clock::time_point t0 = Clock::now();
+  c.Ingest(1, {Meta("bcast")}, t0);
+  c.Ingest(2, {Meta("bcast")}, t0);
+  for (int s = 0; s <= 3600; s += 600)
+    EXPECT_TRUE(c.TakeDeadlocked(t0 + std::chrono::seconds(s), std::chrono::seconds(10)).empty());
+  c.Ingest(0, {Meta("bcast")}, t0 + std::chrono::seconds(3600));
+  EXPECT_EQ(Names(c.TakeDecided()), std::vector<std::string>{"bcast"});
+}
+
+// Ranks that submit in different orders complete once each has submitted all.
+TEST(Coordinator, DifferentSubmissionOrdersAreNotADeadlock) {
+  Coordinator c(2);
+  const Clock::time_point t0 = Clock::now();
+  c.Ingest(0, {Meta("x")}, t0);
+  c.Ingest(1, {Meta("y")}, t0);
+  EXPECT_TRUE(c.TakeDeadlocked(t0, std::chrono::seconds(10)).empty());
+  c.Ingest(0, {Meta("y")}, t0 + std::chrono::seconds(1));
+  c.Ingest(1, {Meta("x")}, t0 + std::chrono::seconds(1));
+  EXPECT_EQ(c.TakeDecided().size(), 2u);
+  EXPECT_TRUE(c.TakeDeadlocked(t0 + std::chrono::seconds(30), std::chrono::seconds(10)).empty());
+  EXPECT_EQ(c.pending(), 0u);
+}
+
+
+// A rank that stops with an error: what it reported can no longer complete.
+TEST(Coordinator, WithdrawnReportsNeverComplete) {
+  Coordinator c(3);
+  const Clock::time_point t0 = Clock::now();
+  c.Ingest(1, {Meta("p"), Meta("q")}, t0);
+  c.Ingest(2, {Meta("q")}, t0);
+  c.Withdraw(1);
+  EXPECT_EQ(c.pending(), 1u) << "'p' had only rank 1's report";
+  c.Ingest(0, {Meta("p"), Meta("q")}, t0);
+  c.Ingest(2, {Meta("p")}, t0);
+  EXPECT_TRUE(c.TakeDecided().empty()) << "neither is complete without rank 1";
+  c.Ingest(1, {Meta("q")}, t0);  // reported again after the withdrawal: counts
+  EXPECT_EQ(Names(c.TakeDecided()), std::vector<std::string>{"q"});
+}
+
 }  // namespace
 }  // namespace tfmpi

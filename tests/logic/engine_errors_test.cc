@@ -1,5 +1,6 @@
-// Engine failure paths: ranks that disagree about a tensor, invalid and
-// duplicate requests, and the shutdown lifecycle.
+// Engine error paths: ranks that disagree about a tensor, invalid and
+// duplicate requests, and the shutdown lifecycle. Failures of the transport
+// and exceptions are in engine_failures_test.cc.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -227,78 +228,6 @@ TEST(EngineErrors, InvalidRequestsAreRefusedAtEnqueue) {
     ASSERT_TRUE(engine.Enqueue(Sum("no_buffer", &buf, ok)).ok());
     EXPECT_TRUE(Await(ok, "no_buffer", DeadlineIn()).ok());
     EXPECT_EQ(buf, std::vector<float>(4, 2.0f));
-  });
-}
-
-// Forwards to an in-process communicator, except that every data-plane
-// allreduce fails: a transport failure on every rank at once.
-class FailingAllreduce final : public Communicator {
- public:
-  explicit FailingAllreduce(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  int local_rank() const override { return inner_->local_rank(); }
-  int local_size() const override { return inner_->local_size(); }
-  std::string name() const override { return "failing"; }
-  Status Allreduce(const void*, void*, std::size_t, DataType, ReduceOp) override {
-    return Status::Internal("injected allreduce failure");
-  }
-  Status Broadcast(void* buf, std::size_t count, DataType dtype, int root) override {
-    return inner_->Broadcast(buf, count, dtype, root);
-  }
-  Status Allgatherv(const void* in, void* out, const std::vector<std::size_t>& counts,
-                    DataType dtype) override {
-    return inner_->Allgatherv(in, out, counts, dtype);
-  }
-  Status Barrier() override { return inner_->Barrier(); }
-  Status BitwiseAnd(std::uint64_t* words, std::size_t n) override {
-    return inner_->BitwiseAnd(words, n);
-  }
-  Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override {
-    return inner_->GatherToRoot(mine, all);
-  }
-  Status BroadcastFromRoot(std::string* data) override { return inner_->BroadcastFromRoot(data); }
-
- private:
-  std::unique_ptr<Communicator> inner_;
-};
-
-// The failed collective reports the transport error, requests still pending
-// are failed with it, and the stopped engine refuses new work saying why.
-TEST(EngineErrors, TransportFailureStopsTheEngine) {
-  const int size = 3;
-  auto world = std::make_shared<InProcWorld>(size);
-  testing::Spawn(size, [&](int rank) {
-    std::unique_ptr<Engine> engine;
-    ASSERT_TRUE(Engine::Start(
-                    TestOptions(),
-                    [&](std::unique_ptr<Communicator>* out) {
-                      *out = std::make_unique<FailingAllreduce>(
-                          std::make_unique<InProcCommunicator>(world, rank));
-                      return Status::Ok();
-                    },
-                    &engine)
-                    .ok());
-    std::vector<float> buf(2, 1.0f), other(2, 1.0f);
-    Completion failed, stranded;
-    if (rank == 0) {  // first, so it is surely pending when 'x' fails
-      ASSERT_TRUE(engine->Enqueue(Sum("only_on_rank_0", &other, stranded)).ok());
-    }
-    ASSERT_TRUE(engine->Enqueue(Sum("x", &buf, failed)).ok());
-    const Status s = Await(failed, "x", DeadlineIn());
-    EXPECT_EQ(s.code(), StatusCode::kInternal) << s.ToString();
-    EXPECT_TRUE(Contains(s.message(), {"injected allreduce failure"}));
-    if (rank == 0) {
-      const Status t = Await(stranded, "only_on_rank_0", DeadlineIn());
-      EXPECT_EQ(t.code(), StatusCode::kInternal) << t.ToString();
-      EXPECT_TRUE(Contains(t.message(), {"transport failure", "injected allreduce failure"}));
-    }
-    // The engine stops by itself; wait for that before probing Enqueue.
-    engine->Shutdown();
-    Completion late;
-    const Status refused = engine->Enqueue(Sum("late", &buf, late));
-    EXPECT_EQ(refused.code(), StatusCode::kInternal) << refused.ToString();
-    EXPECT_TRUE(Contains(refused.message(), {"transport failure"}));
   });
 }
 

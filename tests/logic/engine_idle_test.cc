@@ -1,4 +1,4 @@
-// Note [Idle cycles] (engine.cc): while no rank has anything pending the
+// Note [Idle cycles] (engine_loop.cc): while no rank has anything pending the
 // cycles lengthen, and a request still completes promptly on every rank.
 #include <gtest/gtest.h>
 

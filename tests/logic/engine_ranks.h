@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "forwarding_communicator.h"
 #include "spawn.h"
 #include "tfmpi/engine/completion.h"
 #include "tfmpi/engine/engine.h"
@@ -46,9 +47,11 @@ inline Status Await(const Completion& c, const std::string& what, Deadline deadl
 // Runs body(rank, engine) on `size` rank threads, each with its own Engine on
 // one InProcWorld; then every rank calls Shutdown (it is collective). Returns
 // each rank's final stats (complete: the background threads have stopped).
+// `wrap` (optional) wraps each rank's communicator, to inject faults.
 inline std::vector<EngineStats> RunEngines(
     int size, const EngineOptions& options,
-    const std::function<void(int rank, Engine& engine)>& body) {
+    const std::function<void(int rank, Engine& engine)>& body,
+    const WrapCommunicator& wrap = nullptr) {
   auto world = std::make_shared<InProcWorld>(size);
   std::vector<EngineStats> stats(static_cast<std::size_t>(size));
   Spawn(size, [&](int rank) {
@@ -57,6 +60,7 @@ inline std::vector<EngineStats> RunEngines(
         options,
         [&](std::unique_ptr<Communicator>* out) {
           *out = std::make_unique<InProcCommunicator>(world, rank);
+          if (wrap) *out = wrap(rank, std::move(*out));
           return Status::Ok();
         },
         &engine);

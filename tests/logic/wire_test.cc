@@ -170,5 +170,63 @@ TEST(Wire, RandomBytesNeverCrash) {
   EXPECT_LT(decoded, 3000) << "corruption must be noticed at least sometimes";
 }
 
+
+// Full-round messages: a rank's report (with its leave notice) and rank 0's
+// decisions (with the leave notices it passes on).
+TEST(Wire, ReportsAndDecisionsRoundTrip) {
+  RankReport report;
+  report.metas = SampleMetas();
+  report.leaving = true;
+  report.exit_reason = "ValueError: bad batch\n(traceback in rank 1's output)";
+  RankReport back;
+  ASSERT_TRUE(DecodeReport(EncodeReport(report), &back).ok());
+  EXPECT_EQ(back.metas, report.metas);
+  EXPECT_TRUE(back.leaving);
+  EXPECT_EQ(back.exit_reason, report.exit_reason);
+  ASSERT_TRUE(DecodeReport(EncodeReport(RankReport{}), &back).ok());
+  EXPECT_TRUE(back.metas.empty());
+  EXPECT_FALSE(back.leaving);
+  EXPECT_EQ(back.exit_reason, "");
+
+  Decisions decisions;
+  decisions.responses = SampleResponses();
+  decisions.leaving = {{3, ""}, {1, "RuntimeError: out of data"}};
+  Decisions got;
+  ASSERT_TRUE(DecodeDecisions(EncodeDecisions(decisions), &got).ok());
+  ExpectSame(got.responses, decisions.responses);
+  ASSERT_EQ(got.leaving.size(), 2u);
+  EXPECT_EQ(got.leaving[0].rank, 3);
+  EXPECT_EQ(got.leaving[0].exit_reason, "");
+  EXPECT_EQ(got.leaving[1].rank, 1);
+  EXPECT_EQ(got.leaving[1].exit_reason, "RuntimeError: out of data");
+}
+
+TEST(Wire, CorruptReportsAndDecisionsAreErrors) {
+  RankReport report;
+  report.metas = SampleMetas();
+  report.exit_reason = "why";
+  const std::string r = EncodeReport(report);
+  Decisions decisions;
+  decisions.responses = SampleResponses();
+  decisions.leaving = {{2, "why"}};
+  const std::string d = EncodeDecisions(decisions);
+  RankReport rout;
+  Decisions dout;
+  for (std::size_t n = 0; n < r.size(); ++n)
+    EXPECT_EQ(DecodeReport(r.substr(0, n), &rout).code(), StatusCode::kInternal) << n;
+  for (std::size_t n = 0; n < d.size(); ++n)
+    EXPECT_EQ(DecodeDecisions(d.substr(0, n), &dout).code(), StatusCode::kInternal) << n;
+  EXPECT_FALSE(DecodeReport(r + "x", &rout).ok());
+  EXPECT_FALSE(DecodeDecisions(d + "x", &dout).ok());
+  // The leave flag is one byte after the metas: only 0 and 1 are valid.
+  std::string bad = EncodeReport(RankReport{});
+  bad[sizeof(std::uint64_t)] = 2;
+  EXPECT_FALSE(DecodeReport(bad, &rout).ok());
+  // A negative rank in a leave notice.
+  decisions.responses.clear();
+  decisions.leaving = {{-1, ""}};
+  EXPECT_FALSE(DecodeDecisions(EncodeDecisions(decisions), &dout).ok());
+}
+
 }  // namespace
 }  // namespace tfmpi::wire

@@ -103,5 +103,63 @@ tfmpi.shutdown()
 def test_collective_after_another_rank_finished_fails_instead_of_hanging():
     r = run_python(2, ["-c", EXTRA_COLLECTIVE], timeout=120)
     assert r.returncode == 0, r.stdout
-    assert "ABORTED another rank has finished" in r.stdout
+    assert "ABORTED rank 0 has finished (shut tfmpi down) while rank 1 still waits" in r.stdout
     assert "'only-rank-1'" in r.stdout
+
+
+EXIT_REASON = """
+import os, sys, time
+import numpy as np, tfmpi
+
+def hook(kind, error, tb):  # what transparent mode does for an uncaught error
+    tfmpi.set_exit_reason(f"{kind.__name__}: {error}")
+    sys.__excepthook__(kind, error, tb)
+
+sys.excepthook = hook
+tfmpi.init()
+if tfmpi.rank() == 1:
+    time.sleep(0.5)  # rank 0 waits in its allreduce by now
+    raise ValueError("bad batch on rank 1")
+start = time.monotonic()
+try:
+    tfmpi.allreduce(np.ones(2), name="never-on-rank-1")
+except tfmpi.AbortedError as e:
+    os.write(1, f"ABORTED after {time.monotonic() - start:.2f} s: {e}\\n".encode())
+"""
+
+
+def test_rank_that_fails_tells_the_others_why():
+    # Rank 1's script raises; at exit it shuts tfmpi down with the error as its
+    # exit reason, and rank 0's pending allreduce fails at once naming rank 1 and
+    # the error, instead of suggesting different step counts or hanging.
+    r = run_python(2, ["-c", EXIT_REASON], timeout=120)
+    assert r.returncode != 0, r.stdout
+    assert "ValueError: bad batch on rank 1" in r.stdout  # rank 1's traceback
+    lines = [line for line in r.stdout.splitlines() if line.startswith("ABORTED")]
+    assert len(lines) == 1, r.stdout
+    assert ("rank 1 stopped with an error: ValueError: bad batch on rank 1. Rank 0 was still "
+            "waiting for 'never-on-rank-1'") in lines[0]
+    assert float(lines[0].split()[2]) < 5.0, lines[0]  # ~0.5 s: rank 1 raises after 0.5 s
+
+
+DIVERGED = """
+import os, time
+import numpy as np, tfmpi
+tfmpi.init()
+start = time.monotonic()
+try:
+    tfmpi.allreduce(np.ones(2), name=f"only-on-rank-{tfmpi.rank()}")
+except tfmpi.TfmpiError as e:
+    os.write(1, f"FAILED after {time.monotonic() - start:.1f} s: {e}\\n".encode())
+"""
+
+
+def test_diverged_ranks_fail_within_seconds_by_default():
+    # Each rank waits for a collective the other never submits: with the default
+    # TFMPI_STALL_TIMEOUT_SECONDS (10 s, Note [Deadlock]) both fail, saying so.
+    r = run_python(2, ["-c", DIVERGED], timeout=120)
+    lines = [line for line in r.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(lines) == 2, r.stdout
+    for line in lines:
+        assert "ran different sequences of collectives" in line, line
+        assert 9.0 <= float(line.split()[2]) < 30.0, line

@@ -1,5 +1,8 @@
 #include "tfmpi/common/status.h"
 
+#include <exception>
+#include <new>
+
 namespace tfmpi {
 
 const char* StatusCodeName(StatusCode code) {
@@ -17,6 +20,20 @@ const char* StatusCodeName(StatusCode code) {
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+Status StatusFromCurrentException(std::string_view where) {
+  std::string what;
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    what = "out of memory (std::bad_alloc)";
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  return Status::Internal(std::string(where) + ": " + what);
 }
 
 }  // namespace tfmpi

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace tfmpi {
@@ -46,6 +47,10 @@ class [[nodiscard]] Status {
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };
+
+// Inside a catch block: the exception being handled as an Internal status,
+// "<where>: <what()>" (Note [Engine errors] in engine/engine_loop.cc).
+Status StatusFromCurrentException(std::string_view where);
 
 }  // namespace tfmpi
 

@@ -54,6 +54,17 @@ std::vector<Response> Coordinator::TakeDecided() {
   return out;
 }
 
+void Coordinator::Withdraw(int rank) {
+  for (auto it = table_.begin(); it != table_.end();) {
+    auto& slot = it->second.per_rank[static_cast<std::size_t>(rank)];
+    if (slot) {
+      slot.reset();
+      --it->second.reported;
+    }
+    it = it->second.reported == 0 ? table_.erase(it) : std::next(it);
+  }
+}
+
 std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::duration after) {
   std::vector<std::string> out;
   for (auto& [name, e] : table_) {

@@ -24,6 +24,11 @@ class Coordinator {
   // Decisions for every tensor now reported by all ranks, removed from the table.
   std::vector<Response> TakeDecided();
 
+  // Forgets what rank `rank` reported so far: it stopped with an error, and
+  // those requests will never run there (Note [Ranks that stop early]). Call
+  // before ingesting the round's reports.
+  void Withdraw(int rank);
+
   // Tensors waiting longer than `after` that were not yet reported as
   // stalled: "tensor 'x' (allreduce ...) submitted by ranks 0, 2 is waiting for rank 1".
   std::vector<std::string> NewStalls(Clock::time_point now, Clock::duration after);
@@ -35,6 +40,22 @@ class Coordinator {
   // different step counts). Then every waiting tensor is failed on the ranks
   // that submitted it, with a message naming the missing ranks. Call once per
   // full round, after TakeDecided.
+  // Why `after` (TFMPI_STALL_TIMEOUT_SECONDS) can be as short as 10 s: the
+  // rule needs *every* rank to hold a reported, incomplete tensor and *no*
+  // tensor to complete anywhere meanwhile. A slow rank (computing, loading
+  // data, rank 0 writing a checkpoint while the others wait in a broadcast)
+  // has nothing outstanding, so however long it takes, the rule does not
+  // fire. Ranks that submit the same tensors in different orders complete
+  // them as soon as each has submitted all of them (Enqueue never blocks).
+  // The one false alarm: every rank has an asynchronous collective
+  // outstanding that the others have not submitted yet, and every rank then
+  // computes for longer than `after` before submitting the others' ones. In
+  // tfmpi's training path that does not arise (a step's gradients go in one
+  // grouped op, and other collectives are waited for where they are made);
+  // a program that does it needs a larger TFMPI_STALL_TIMEOUT_SECONDS, or 0.
+  // A waiting request that the response cache serves is reported here only
+  // after `after` / 2 (Engine: promote_after), so a divergence is reported
+  // within 1.5 x `after`.
   std::vector<Response> TakeDeadlocked(Clock::time_point now, Clock::duration after);
 
   std::size_t pending() const { return table_.size(); }

@@ -9,11 +9,17 @@
 // is initialised and finalised there), Shutdown() is collective: the engine
 // stops once every rank has asked to; requests still pending then complete
 // with kAborted.
+//
+// Failures never end the process: an exception on the background thread or a
+// transport failure becomes an error on every request, the engine refuses new
+// ones with it, and after a transport failure it issues no further
+// collective (Note [Engine errors], engine_loop.cc).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +33,8 @@
 #include "tfmpi/transport/communicator.h"
 
 namespace tfmpi {
+
+class Timeline;
 
 using CommunicatorFactory = std::function<Status(std::unique_ptr<Communicator>*)>;
 
@@ -60,6 +68,12 @@ class Engine {
   // Collective: returns once every rank has called it (or the engine failed).
   void Shutdown();
 
+  // Why this rank is about to leave: the error its program stops on, e.g.
+  // "ValueError: bad batch". Shutdown() then passes it to the other ranks,
+  // whose collectives still waiting for this rank fail with "rank 1 stopped
+  // with an error: ValueError: bad batch" (Note [Ranks that stop early]).
+  void SetExitReason(std::string reason);
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
@@ -69,10 +83,17 @@ class Engine {
 
  private:
   explicit Engine(const EngineOptions& options) : options_(options) {}
-  void Run(CommunicatorFactory factory);
   Status Validate(const Request& request) const;
-  void FailAll(const Status& status, std::vector<Request>* requests);
-  void FailPendingAfterPeerLeft(PendingTable* pending);
+  static void FailAll(const Status& status, std::vector<Request>* requests);
+
+  // The background thread (engine_loop.cc).
+  void Run(CommunicatorFactory factory);
+  // Cycles until every rank has shut down (OK) or this rank must stop issuing
+  // collectives (the failure, Note [Engine errors]).
+  Status Serve(Communicator* comm, Timeline* timeline, PendingTable* pending,
+               std::vector<Request>* arrived);
+  Status LeaveAfterError(const Status& error, PendingTable* pending);
+  void FailPendingAfterPeerLeft(PendingTable* pending, const std::map<int, std::string>& leavers);
 
   const EngineOptions options_;
   std::thread thread_;
@@ -85,8 +106,8 @@ class Engine {
   Status start_status_;
   bool shutdown_requested_ = false;
   bool idle_wait_ = false;  // the loop sleeps a long idle cycle: Enqueue wakes it
-  bool stopped_ = false;   // background thread left its loop
-  Status stop_status_;     // why requests are refused after stopping
+  Status stop_status_;      // not OK: the engine stopped or failed; Enqueue refuses with it
+  std::string exit_reason_;  // SetExitReason
   std::vector<Request> incoming_;
   std::unordered_set<std::string> in_flight_;
   EngineStats stats_;

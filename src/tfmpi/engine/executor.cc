@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tfmpi/common/enforce.h"
+#include "tfmpi/common/logging.h"
 #include "tfmpi/common/reduce.h"
 
 namespace tfmpi {
@@ -23,71 +24,96 @@ void Executor::Trace(const Item& item, const char* phase, Clock::time_point a,
   if (timeline_ && timeline_->enabled()) timeline_->Span(item.request.meta.name, phase, a, b);
 }
 
-Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& responses,
-                         PendingTable* pending,
-                         Clock::time_point decided_at) {
-  std::vector<planning::FusionItem> items;
-  std::vector<Item> work;
-  items.reserve(responses.size());
-  work.reserve(responses.size());
-  for (const auto& shared : responses) {
-    const Response& r = *shared;
-    auto node = pending->extract(r.meta.name);
-    if (node.empty() && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
-    TFMPI_ENFORCE(!node.empty(), "negotiated tensor '{}' is not pending on this rank",
-                  r.meta.name);
-    items.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
-    work.push_back({&r, std::move(node.mapped().request)});
-  }
-  if (timeline_ && timeline_->enabled())
-    for (const Item& it : work) Trace(it, "NEGOTIATE", it.request.submitted, decided_at);
-
-  Status first_error;
-  for (const auto& indices : planning::PlanFusion(items, fusion_)) {
-    std::vector<Item> group;
-    for (std::size_t i : indices) group.push_back(std::move(work[i]));
-    const Clock::time_point start = Clock::now();
-    for (const Item& it : group) Trace(it, "WAIT", decided_at, start);
-    Status s = RunGroup(group);
-    if (!s.ok() && first_error.ok()) first_error = s;
-    ++stats_.groups;
-    if (group.size() > 1) ++stats_.fused_groups;
-    for (const Item& it : group) {
-      ++stats_.tensors;
-      stats_.bytes += it.response->meta.bytes();
-    }
-    if (publish_) publish_(stats_);
-    for (Item& it : group)
-      if (it.request.done) it.request.done(s);
-  }
-  return first_error;
+void Executor::Finish(Item& item, const Status& status) {
+  Status s = Complete(item.request, status);
+  if (s.ok()) return;
+  TFMPI_LOG_ERROR("{}", s.message());
+  if (callback_error_.ok()) callback_error_ = std::move(s);
 }
 
-Status Executor::RunGroup(std::vector<Item>& group) {
-  const Response& r = *group.front().response;
+Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& responses,
+                         PendingTable* pending, Clock::time_point decided_at,
+                         Status* callback_error) {
+  callback_error_ = Status::Ok();
+  std::vector<Item> work;
+  std::vector<std::vector<std::size_t>> groups;
+  Status failure;
+  try {
+    std::vector<planning::FusionItem> items;
+    items.reserve(responses.size());
+    work.reserve(responses.size());
+    for (const auto& shared : responses) {
+      const Response& r = *shared;
+      auto node = pending->extract(r.meta.name);
+      if (node.empty() && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
+      TFMPI_ENFORCE(!node.empty(), "negotiated tensor '{}' is not pending on this rank",
+                    r.meta.name);
+      items.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
+      work.push_back({&r, std::move(node.mapped().request)});
+    }
+    if (timeline_ && timeline_->enabled())
+      for (const Item& it : work) Trace(it, "NEGOTIATE", it.request.submitted, decided_at);
+    groups = planning::PlanFusion(items, fusion_);
+  } catch (...) {
+    failure = StatusFromCurrentException("while planning the negotiated collectives");
+  }
+
+  // Note [Engine errors]: once a group failed, later groups must not call the
+  // communicator; their requests fail with the first failure instead.
+  for (const auto& indices : groups) {
+    if (!failure.ok()) break;
+    Status s;
+    try {
+      Group group;
+      for (std::size_t i : indices) group.push_back(&work[i]);
+      const Clock::time_point start = Clock::now();
+      for (const Item* it : group) Trace(*it, "WAIT", decided_at, start);
+      s = RunGroup(group);
+      ++stats_.groups;
+      if (group.size() > 1) ++stats_.fused_groups;
+      for (const Item* it : group) {
+        ++stats_.tensors;
+        stats_.bytes += it->response->meta.bytes();
+      }
+      if (publish_) publish_(stats_);
+    } catch (...) {
+      s = StatusFromCurrentException(
+          fmt::format("while running tensor '{}'", work[indices.front()].request.meta.name));
+    }
+    for (std::size_t i : indices) Finish(work[i], s);
+    if (!s.ok()) failure = s;
+  }
+  if (!failure.ok())
+    for (Item& it : work) Finish(it, failure);  // no-op for those already completed
+  *callback_error = callback_error_;
+  return failure;
+}
+
+Status Executor::RunGroup(Group& group) {
+  Item& first = *group.front();
+  const Response& r = *first.response;
   if (!r.ok()) {
     TFMPI_ENFORCE_EQ(group.size(), 1u);
     // A decision error fails this tensor only; the engine carries on.
-    group.front().request.done(Status::Mismatch(r.error));
-    group.front().request.done = nullptr;
+    Finish(first, Status::Mismatch(r.error));
     return Status::Ok();
   }
   switch (r.meta.kind) {
     case CollectiveKind::kAllreduce: return RunAllreduce(group);
     case CollectiveKind::kBroadcast: return RunBroadcast(group);
-    case CollectiveKind::kAllgather: return RunAllgather(group.front());
+    case CollectiveKind::kAllgather: return RunAllgather(first);
     case CollectiveKind::kBarrier: {
       const Clock::time_point a = Clock::now();
       Status s = comm_->Barrier();
-      Trace(group.front(), "COLLECTIVE", a, Clock::now());
+      Trace(first, "COLLECTIVE", a, Clock::now());
       return s;
     }
   }
   return Status::Internal("unknown collective kind");
 }
 
-Status Executor::RunAllreduce(std::vector<Item>& group) {
-  const TensorMeta& meta = group.front().response->meta;
+Status Executor::RunAllreduce(Group& group) {
+  const TensorMeta& meta = group.front()->response->meta;
   const DataType dtype = meta.dtype;
   const std::size_t elem = DataTypeSize(dtype);
   const bool average = meta.op == ReduceOp::kAverage;
@@ -95,7 +121,7 @@ Status Executor::RunAllreduce(std::vector<Item>& group) {
   const double scale = 1.0 / comm_->size();
 
   if (group.size() == 1) {  // direct: no copies (Note [Fusion rules])
-    Item& it = group.front();
+    Item& it = *group.front();
     const std::size_t count = static_cast<std::size_t>(NumElements(meta.shape));
     Clock::time_point a = Clock::now();
     Status s = comm_->Allreduce(it.request.input, it.request.output, count, dtype, op);
@@ -109,13 +135,13 @@ Status Executor::RunAllreduce(std::vector<Item>& group) {
   }
 
   std::size_t total = 0;
-  for (const Item& it : group) total += it.response->meta.bytes();
+  for (const Item* it : group) total += it->response->meta.bytes();
   char* buffer = FusionBuffer(total);
   Clock::time_point a = Clock::now();
   std::size_t off = 0;
-  for (const Item& it : group) {
-    const std::size_t n = it.response->meta.bytes();
-    if (n) std::memcpy(buffer + off, it.request.input, n);
+  for (const Item* it : group) {
+    const std::size_t n = it->response->meta.bytes();
+    if (n) std::memcpy(buffer + off, it->request.input, n);
     off += n;
   }
   Clock::time_point b = Clock::now();
@@ -123,32 +149,32 @@ Status Executor::RunAllreduce(std::vector<Item>& group) {
   Clock::time_point c = Clock::now();
   if (s.ok()) {
     off = 0;
-    for (const Item& it : group) {
-      const std::size_t n = it.response->meta.bytes();
+    for (const Item* it : group) {
+      const std::size_t n = it->response->meta.bytes();
       if (n == 0) continue;
-      if (average) ScaleCopy(it.request.output, buffer + off, n / elem, dtype, scale);
-      else std::memcpy(it.request.output, buffer + off, n);
+      if (average) ScaleCopy(it->request.output, buffer + off, n / elem, dtype, scale);
+      else std::memcpy(it->request.output, buffer + off, n);
       off += n;
     }
   }
   Clock::time_point d = Clock::now();
-  for (const Item& it : group) {
-    Trace(it, "FUSE", a, b);
-    Trace(it, "COLLECTIVE", b, c);
-    Trace(it, "COPY_OUT", c, d);
+  for (const Item* it : group) {
+    Trace(*it, "FUSE", a, b);
+    Trace(*it, "COLLECTIVE", b, c);
+    Trace(*it, "COPY_OUT", c, d);
   }
   return s;
 }
 
-Status Executor::RunBroadcast(std::vector<Item>& group) {
-  const TensorMeta& meta = group.front().response->meta;
+Status Executor::RunBroadcast(Group& group) {
+  const TensorMeta& meta = group.front()->response->meta;
   const bool is_root = comm_->rank() == meta.root;
-  for (Item& it : group)  // the root's result is its input
-    if (is_root && it.request.output != it.request.input && it.response->meta.bytes())
-      std::memcpy(it.request.output, it.request.input, it.response->meta.bytes());
+  for (Item* it : group)  // the root's result is its input
+    if (is_root && it->request.output != it->request.input && it->response->meta.bytes())
+      std::memcpy(it->request.output, it->request.input, it->response->meta.bytes());
 
   if (group.size() == 1) {
-    Item& it = group.front();
+    Item& it = *group.front();
     Clock::time_point a = Clock::now();
     Status s = comm_->Broadcast(it.request.output, it.response->meta.bytes(), DataType::kUInt8,
                                 meta.root);
@@ -156,14 +182,14 @@ Status Executor::RunBroadcast(std::vector<Item>& group) {
     return s;
   }
   std::size_t total = 0;
-  for (const Item& it : group) total += it.response->meta.bytes();
+  for (const Item* it : group) total += it->response->meta.bytes();
   char* buffer = FusionBuffer(total);
   Clock::time_point a = Clock::now();
   std::size_t off = 0;
   if (is_root)
-    for (const Item& it : group) {
-      const std::size_t n = it.response->meta.bytes();
-      if (n) std::memcpy(buffer + off, it.request.input, n);
+    for (const Item* it : group) {
+      const std::size_t n = it->response->meta.bytes();
+      if (n) std::memcpy(buffer + off, it->request.input, n);
       off += n;
     }
   Clock::time_point b = Clock::now();
@@ -171,17 +197,17 @@ Status Executor::RunBroadcast(std::vector<Item>& group) {
   Clock::time_point c = Clock::now();
   if (s.ok() && !is_root) {
     off = 0;
-    for (const Item& it : group) {
-      const std::size_t n = it.response->meta.bytes();
-      if (n) std::memcpy(it.request.output, buffer + off, n);
+    for (const Item* it : group) {
+      const std::size_t n = it->response->meta.bytes();
+      if (n) std::memcpy(it->request.output, buffer + off, n);
       off += n;
     }
   }
   Clock::time_point d = Clock::now();
-  for (const Item& it : group) {
-    Trace(it, "FUSE", a, b);
-    Trace(it, "COLLECTIVE", b, c);
-    Trace(it, "COPY_OUT", c, d);
+  for (const Item* it : group) {
+    Trace(*it, "FUSE", a, b);
+    Trace(*it, "COLLECTIVE", b, c);
+    Trace(*it, "COPY_OUT", c, d);
   }
   return s;
 }
@@ -200,21 +226,30 @@ Status Executor::RunAllgather(Item& item) {
   }
   const std::size_t out_bytes = static_cast<std::size_t>(NumElements(out_shape)) *
                                 DataTypeSize(r.meta.dtype);
-  void* out = item.request.allocate_output ? item.request.allocate_output(out_shape) : nullptr;
-  std::vector<char> scratch;  // keeps this rank in the collective if allocation failed
-  if (out == nullptr) {
-    scratch.resize(out_bytes);
+  // An allocator that fails (nullptr or an exception) fails this request
+  // only: this rank still takes part in the collective, through scratch.
+  void* out = nullptr;
+  Status alloc_error;
+  auto what = [&] {
+    return fmt::format("tensor '{}': could not allocate the allgather output {}", r.meta.name,
+                       ShapeToString(out_shape));
+  };
+  try {
+    if (item.request.allocate_output) out = item.request.allocate_output(out_shape);
+    if (out == nullptr && out_bytes > 0) alloc_error = Status::Internal(what());
+  } catch (...) {
+    out = nullptr;
+    alloc_error = StatusFromCurrentException(what());
+  }
+  std::vector<char> scratch;
+  if (!alloc_error.ok()) {
+    scratch.resize(out_bytes);  // if even this throws, the engine stops (Note [Engine errors])
     out = scratch.data();
   }
   Clock::time_point a = Clock::now();
   Status s = comm_->Allgatherv(item.request.input, out, counts, r.meta.dtype);
   Trace(item, "COLLECTIVE", a, Clock::now());
-  if (s.ok() && !scratch.empty() && item.request.done) {
-    item.request.done(Status::Internal(fmt::format(
-        "tensor '{}': could not allocate the allgather output {}", r.meta.name,
-        ShapeToString(out_shape))));
-    item.request.done = nullptr;
-  }
+  if (s.ok() && !alloc_error.ok()) Finish(item, alloc_error);
   return s;
 }
 

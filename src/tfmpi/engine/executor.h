@@ -30,11 +30,14 @@ class Executor {
            std::function<void(const ExecutorStats&)> publish = nullptr);
 
   // Runs `responses` in order. Each names a request in `pending`, which is
-  // removed and completed. A transport failure completes the affected
-  // requests with it and is returned (the engine then stops).
+  // removed and completed exactly once. The first failure of a transport call
+  // (or an exception while running a group) ends the cycle: no later group
+  // calls the communicator, every request not yet completed fails with it, and
+  // it is returned (the engine then stops). A completion callback that throws
+  // does not stop the cycle (the ranks still agree); the first such error is
+  // stored in *callback_error. Note [Engine errors] in engine_loop.cc.
   Status Execute(const std::vector<std::shared_ptr<const Response>>& responses,
-                 PendingTable* pending,
-                 Clock::time_point decided_at);
+                 PendingTable* pending, Clock::time_point decided_at, Status* callback_error);
 
   const ExecutorStats& stats() const { return stats_; }
 
@@ -43,10 +46,12 @@ class Executor {
     const Response* response;
     Request request;
   };
-  Status RunGroup(std::vector<Item>& group);
-  Status RunAllreduce(std::vector<Item>& group);
-  Status RunBroadcast(std::vector<Item>& group);
+  using Group = std::vector<Item*>;
+  Status RunGroup(Group& group);
+  Status RunAllreduce(Group& group);
+  Status RunBroadcast(Group& group);
   Status RunAllgather(Item& item);
+  void Finish(Item& item, const Status& status);  // Complete(), keeping a callback's error
   char* FusionBuffer(std::size_t bytes);
   void Trace(const Item& item, const char* phase, Clock::time_point a, Clock::time_point b);
 
@@ -56,6 +61,7 @@ class Executor {
   std::vector<char> fusion_buffer_;
   ExecutorStats stats_;
   std::function<void(const ExecutorStats&)> publish_;
+  Status callback_error_;  // this cycle's first callback exception
 };
 
 }  // namespace tfmpi

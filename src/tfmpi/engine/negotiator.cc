@@ -25,7 +25,8 @@ Negotiator::Negotiator(Communicator* comm, const NegotiationOptions& options)
   if (comm_->rank() == 0) coordinator_ = std::make_unique<Coordinator>(comm_->size());
 }
 
-Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, NegotiationResult* out) {
+Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
+                             const std::string& exit_reason, NegotiationResult* out) {
   out->responses.clear();
   out->shutdown = false;
   out->peer_leaving = false;
@@ -45,6 +46,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
     if (now - p.request.submitted > options_.promote_after) { quiet = false; continue; }
     SetBit(words_, kFirstCacheBit + *p.bit);
   }
+  if (want_shutdown && !leave_announced_) quiet = false;  // the leave notice needs a full round
   if (quiet) SetBit(words_, kQuietBit);
   if (want_shutdown) SetBit(words_, kShutdownBit);
   else SetBit(words_, kStayingBit);
@@ -74,9 +76,15 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   // Full round. Requests served by the cache this cycle are not reported.
   out->full_round = true;
   PendingTable hits;
-  for (const auto& r : out->responses) hits.insert(pending->extract(r->meta.name));
   std::vector<Response> decided;
-  Status s = FullRound(pending, &decided);
+  Status s;
+  try {  // the hits go back to `pending` whatever happens, so they still complete
+    for (const auto& r : out->responses) hits.insert(pending->extract(r->meta.name));
+    s = FullRound(pending, want_shutdown, exit_reason, &decided);
+  } catch (...) {
+    pending->merge(hits);
+    throw;
+  }
   pending->merge(hits);
   TFMPI_RETURN_IF_ERROR(s);
   for (Response& r : decided) {
@@ -86,35 +94,51 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown, Negotiat
   return Status::Ok();
 }
 
-Status Negotiator::FullRound(PendingTable* pending, std::vector<Response>* decided) {
-  std::vector<TensorMeta> mine;
+Status Negotiator::FullRound(PendingTable* pending, bool want_shutdown,
+                             const std::string& exit_reason, std::vector<Response>* decided) {
+  wire::RankReport mine;
   for (auto& [name, p] : *pending) {
     if (p.reported) continue;
     p.reported = true;
-    mine.push_back(p.request.meta);
+    mine.metas.push_back(p.request.meta);
   }
+  mine.leaving = want_shutdown && !leave_announced_;
+  if (mine.leaving) mine.exit_reason = exit_reason;
   std::vector<std::string> all;
-  TFMPI_RETURN_IF_ERROR(comm_->GatherToRoot(wire::EncodeMetas(mine), &all));
+  TFMPI_RETURN_IF_ERROR(comm_->GatherToRoot(wire::EncodeReport(mine), &all));
+  if (mine.leaving) leave_announced_ = true;
   std::string encoded;
   if (coordinator_) {
     const Clock::time_point now = Clock::now();
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      std::vector<TensorMeta> metas;
-      TFMPI_RETURN_IF_ERROR(wire::DecodeMetas(all[r], &metas));
-      coordinator_->Ingest(static_cast<int>(r), metas, now);
+    std::vector<wire::RankReport> reports(all.size());
+    for (std::size_t r = 0; r < all.size(); ++r)
+      TFMPI_RETURN_IF_ERROR(wire::DecodeReport(all[r], &reports[r]));
+    wire::Decisions decisions;
+    for (std::size_t r = 0; r < reports.size(); ++r) {
+      if (!reports[r].leaving) continue;
+      // A rank that stops with an error will not run what it reported before
+      // (Note [Ranks that stop early]): nothing may be decided with it.
+      if (!reports[r].exit_reason.empty()) coordinator_->Withdraw(static_cast<int>(r));
+      decisions.leaving.push_back({static_cast<int>(r), std::move(reports[r].exit_reason)});
     }
+    for (std::size_t r = 0; r < reports.size(); ++r)
+      coordinator_->Ingest(static_cast<int>(r), reports[r].metas, now);
     if (options_.stall_warning.count() > 0)
       for (const std::string& msg : coordinator_->NewStalls(now, options_.stall_warning))
         TFMPI_LOG_WARNING("{}", msg);
-    std::vector<Response> decided_now = coordinator_->TakeDecided();
+    decisions.responses = coordinator_->TakeDecided();
     for (Response& r : coordinator_->TakeDeadlocked(now, options_.deadlock_timeout)) {
       TFMPI_LOG_ERROR("{}", r.error);
-      decided_now.push_back(std::move(r));
+      decisions.responses.push_back(std::move(r));
     }
-    encoded = wire::EncodeResponses(decided_now);
+    encoded = wire::EncodeDecisions(decisions);
   }
   TFMPI_RETURN_IF_ERROR(comm_->BroadcastFromRoot(&encoded));
-  return wire::DecodeResponses(encoded, decided);
+  wire::Decisions decisions;
+  TFMPI_RETURN_IF_ERROR(wire::DecodeDecisions(encoded, &decisions));
+  for (wire::LeaveNotice& n : decisions.leaving) leavers_[n.rank] = std::move(n.exit_reason);
+  *decided = std::move(decisions.responses);
+  return Status::Ok();
 }
 
 }  // namespace tfmpi

@@ -6,7 +6,7 @@
 // allreduce: bit 0 "I need no full round", bit 1 "I want to shut down", bit 2
 // "I do not want to shut down" (cleared anywhere: some rank is leaving), bit 3
 // "I have nothing pending" (set everywhere: the engines may slow their cycles,
-// Note [Idle cycles] in engine.cc), and one bit per response-cache entry that
+// Note [Idle cycles] in engine_loop.cc), and one bit per response-cache entry that
 // one of my pending requests matches.
 // After the AND, set cache bits are ready everywhere (steady state: this is
 // the whole negotiation). If any rank cleared bit 0 (it has a request the
@@ -19,13 +19,19 @@
 // coordinator's decisions in its order: the same list on every rank.
 // A cached request that waits longer than `promote_after` is reported to the
 // coordinator, so a stall can name the ranks that never submitted it.
+// A rank that starts shutting down clears bit 0 once, so that a full round
+// carries its leave notice (with the error it stops on, if it gave one) to
+// every rank: those still waiting for collectives can then say which rank
+// left and why (Note [Ranks that stop early], engine_loop.cc). Steady state
+// is untouched: one full round per leaving rank, none otherwise.
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tfmpi/engine/coordinator.h"
@@ -69,16 +75,25 @@ class Negotiator {
  public:
   Negotiator(Communicator* comm, const NegotiationOptions& options);
 
-  Status Negotiate(PendingTable* pending, bool want_shutdown, NegotiationResult* out);
+  // One cycle. `want_shutdown`: this rank is leaving; `exit_reason` (may be
+  // empty) is the error it stops on, passed to the other ranks once.
+  Status Negotiate(PendingTable* pending, bool want_shutdown, const std::string& exit_reason,
+                   NegotiationResult* out);
+
+  // Ranks that said they are leaving, with their exit reasons ("" if none).
+  const std::map<int, std::string>& leavers() const { return leavers_; }
 
  private:
-  Status FullRound(PendingTable* pending, std::vector<Response>* decided);
+  Status FullRound(PendingTable* pending, bool want_shutdown, const std::string& exit_reason,
+                   std::vector<Response>* decided);
 
   Communicator* comm_;
   NegotiationOptions options_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::vector<std::uint64_t> words_;
+  bool leave_announced_ = false;
+  std::map<int, std::string> leavers_;
 };
 
 }  // namespace tfmpi

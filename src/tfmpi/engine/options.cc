@@ -29,10 +29,11 @@ const ParamRegistry& EngineParams() {
        "Warn (on rank 0) about tensors some ranks submitted and others did not for this "
        "long, naming the missing ranks. 0 disables.",
        {}},
-      {"TFMPI_STALL_TIMEOUT_SECONDS", ParamType::kDouble, "300", 0, 86400, {},
+      {"TFMPI_STALL_TIMEOUT_SECONDS", ParamType::kDouble, "10", 0, 86400, {},
        "When every rank has waited this long for collectives the others never submit (a "
        "deadlock: the ranks' sequences diverged), fail those collectives with an error "
-       "naming the missing ranks. 0 waits forever.",
+       "naming the missing ranks. A rank that is only slow (nothing submitted that the "
+       "others lack) never triggers it. 0 waits forever.",
        {}},
       {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "2147483647", 1, 2147483647, {},
        "Largest element count in one MPI call; larger tensors are split into chunks.", {}},

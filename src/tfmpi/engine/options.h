@@ -16,7 +16,7 @@ struct EngineOptions {
   std::size_t cache_capacity = 1024;
   std::string timeline_path;
   double stall_warning_seconds = 60;
-  double stall_timeout_seconds = 300;
+  double stall_timeout_seconds = 10;  // Note [Deadlock]
   std::size_t max_message_elements = 2147483647;
   LogLevel log_level = LogLevel::kWarning;
 };

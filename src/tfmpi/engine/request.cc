@@ -12,4 +12,17 @@ std::string DescribeMeta(const TensorMeta& meta) {
   return fmt::format("{} {}{}", what, DataTypeName(meta.dtype), ShapeToString(meta.shape));
 }
 
+Status Complete(Request& request, const Status& status) {
+  DoneCallback done = std::move(request.done);
+  request.done = nullptr;
+  if (!done) return Status::Ok();
+  try {
+    done(status);
+  } catch (...) {
+    return StatusFromCurrentException(
+        fmt::format("the completion callback of tensor '{}' threw", request.meta.name));
+  }
+  return Status::Ok();
+}
+
 }  // namespace tfmpi

@@ -52,6 +52,11 @@ struct Request {
   Clock::time_point submitted{};
 };
 
+// Fires `request.done` with `status` and clears it, so a request completes at
+// most once. An exception the callback throws does not escape: it comes back
+// as an Internal status naming the tensor (Note [Engine errors]).
+Status Complete(Request& request, const Status& status);
+
 // The decision negotiation reaches about one tensor: run it (with the agreed
 // meta) or fail it on every rank with `error`.
 struct Response {

@@ -85,17 +85,12 @@ Status Corrupt(const char* what) {
   return Status::Internal(std::string("corrupt negotiation message (") + what + ")");
 }
 
-}  // namespace
-
-std::string EncodeMetas(const std::vector<TensorMeta>& metas) {
-  Writer w;
+void WriteMetas(Writer& w, const std::vector<TensorMeta>& metas) {
   w.Pod<std::uint64_t>(metas.size());
   for (const auto& m : metas) w.Meta(m);
-  return w.Take();
 }
 
-Status DecodeMetas(const std::string& bytes, std::vector<TensorMeta>* out) {
-  Reader r(bytes);
+Status ReadMetas(Reader& r, std::vector<TensorMeta>* out) {
   std::uint64_t n;
   if (!r.Pod(&n)) return Corrupt("metas");
   out->clear();
@@ -104,22 +99,19 @@ Status DecodeMetas(const std::string& bytes, std::vector<TensorMeta>* out) {
     if (!r.Meta(&m)) return Corrupt("meta");
     out->push_back(std::move(m));
   }
-  return r.done() ? Status::Ok() : Corrupt("trailing bytes");
+  return Status::Ok();
 }
 
-std::string EncodeResponses(const std::vector<Response>& responses) {
-  Writer w;
+void WriteResponses(Writer& w, const std::vector<Response>& responses) {
   w.Pod<std::uint64_t>(responses.size());
   for (const auto& resp : responses) {
     w.Meta(resp.meta);
     w.Ints(resp.first_dims);
     w.Str(resp.error);
   }
-  return w.Take();
 }
 
-Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
-  Reader r(bytes);
+Status ReadResponses(Reader& r, std::vector<Response>* out) {
   std::uint64_t n;
   if (!r.Pod(&n)) return Corrupt("responses");
   out->clear();
@@ -129,7 +121,79 @@ Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
       return Corrupt("response");
     out->push_back(std::move(resp));
   }
-  return r.done() ? Status::Ok() : Corrupt("trailing bytes");
+  return Status::Ok();
+}
+
+Status Done(const Reader& r) { return r.done() ? Status::Ok() : Corrupt("trailing bytes"); }
+
+}  // namespace
+
+std::string EncodeMetas(const std::vector<TensorMeta>& metas) {
+  Writer w;
+  WriteMetas(w, metas);
+  return w.Take();
+}
+
+Status DecodeMetas(const std::string& bytes, std::vector<TensorMeta>* out) {
+  Reader r(bytes);
+  TFMPI_RETURN_IF_ERROR(ReadMetas(r, out));
+  return Done(r);
+}
+
+std::string EncodeResponses(const std::vector<Response>& responses) {
+  Writer w;
+  WriteResponses(w, responses);
+  return w.Take();
+}
+
+Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
+  Reader r(bytes);
+  TFMPI_RETURN_IF_ERROR(ReadResponses(r, out));
+  return Done(r);
+}
+
+std::string EncodeReport(const RankReport& report) {
+  Writer w;
+  WriteMetas(w, report.metas);
+  w.Pod<std::uint8_t>(report.leaving ? 1 : 0);
+  w.Str(report.exit_reason);
+  return w.Take();
+}
+
+Status DecodeReport(const std::string& bytes, RankReport* out) {
+  Reader r(bytes);
+  TFMPI_RETURN_IF_ERROR(ReadMetas(r, &out->metas));
+  std::uint8_t leaving;
+  if (!r.Pod(&leaving) || leaving > 1 || !r.Str(&out->exit_reason)) return Corrupt("report");
+  out->leaving = leaving == 1;
+  return Done(r);
+}
+
+std::string EncodeDecisions(const Decisions& decisions) {
+  Writer w;
+  WriteResponses(w, decisions.responses);
+  w.Pod<std::uint64_t>(decisions.leaving.size());
+  for (const LeaveNotice& n : decisions.leaving) {
+    w.Pod<std::int32_t>(n.rank);
+    w.Str(n.exit_reason);
+  }
+  return w.Take();
+}
+
+Status DecodeDecisions(const std::string& bytes, Decisions* out) {
+  Reader r(bytes);
+  TFMPI_RETURN_IF_ERROR(ReadResponses(r, &out->responses));
+  std::uint64_t n;
+  if (!r.Pod(&n)) return Corrupt("leave notices");
+  out->leaving.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    LeaveNotice notice;
+    std::int32_t rank;
+    if (!r.Pod(&rank) || rank < 0 || !r.Str(&notice.exit_reason)) return Corrupt("leave notice");
+    notice.rank = rank;
+    out->leaving.push_back(std::move(notice));
+  }
+  return Done(r);
 }
 
 }  // namespace tfmpi::wire

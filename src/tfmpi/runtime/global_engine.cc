@@ -39,6 +39,11 @@ void ShutdownGlobalEngine() {
   engine->Shutdown();
 }
 
+void SetGlobalExitReason(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_engine && !g_was_shut_down) g_engine->SetExitReason(reason);
+}
+
 Engine* GlobalEngine(Status* why) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_engine || g_was_shut_down) {

@@ -18,6 +18,9 @@ Status InitGlobalEngine(const EnvLookup& lookup);
 // Collective shutdown (see Engine::Shutdown). No-op if not running.
 void ShutdownGlobalEngine();
 
+// Engine::SetExitReason on the running engine; no-op if not running.
+void SetGlobalExitReason(const std::string& reason);
+
 // The running engine, or nullptr with *why set ("not initialised: call
 // tfmpi.init() first" / "has been shut down").
 Engine* GlobalEngine(Status* why);

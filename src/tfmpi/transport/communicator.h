@@ -47,6 +47,12 @@ class Communicator {
   virtual Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) = 0;
   // Rank 0's *data replaces everyone's.
   virtual Status BroadcastFromRoot(std::string* data) = 0;
+
+  // Called once by the engine when it stops after a failure, before it
+  // destroys the communicator: no further call will come, and other ranks may
+  // be inside a collective this rank will never join, so neither this nor the
+  // destructor may wait for them (Note [Engine errors], engine/engine_loop.cc).
+  virtual void Abandon() = 0;
 };
 
 }  // namespace tfmpi

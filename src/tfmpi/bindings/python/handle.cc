@@ -4,9 +4,23 @@
 
 #include <chrono>
 
+#include "tfmpi/bindings/python/keep_alive.h"
 #include "tfmpi/bindings/python/status_error.h"
 
 namespace tfmpi::bindings {
+
+Handle::~Handle() {
+  // Note [Python buffers in flight]
+  if (!completion_.done()) {
+    try {
+      KeepAlive::Adopt(completion_, {std::move(input_), std::move(output_)});
+    } catch (...) {  // out of memory: leak the arrays rather than free them under the engine
+      (void)input_.release();
+      (void)output_.release();
+    }
+  }
+  KeepAlive::Reap();
+}
 
 py::object Handle::Wait(double timeout_seconds) {
   using namespace std::chrono;

@@ -1,5 +1,6 @@
 // Handle: what an asynchronous Python collective returns. It keeps the numpy
-// arrays involved alive until the engine is done with them; wait() releases
+// arrays involved alive until the engine is done with them, even past its
+// own end (Note [Python buffers in flight], keep_alive.h); wait() releases
 // the GIL while blocking and still answers Ctrl-C.
 #pragma once
 
@@ -32,6 +33,9 @@ class Handle {
         output_(std::move(output)),
         gather_(std::move(gather)),
         dtype_(std::move(dtype)) {}
+  ~Handle();  // GIL held (Python drops handles)
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
 
   const std::string& name() const { return name_; }
   bool done() const { return completion_.done(); }

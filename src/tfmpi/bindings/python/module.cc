@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tfmpi/bindings/python/handle.h"
+#include "tfmpi/bindings/python/keep_alive.h"
 #include "tfmpi/bindings/python/status_error.h"
 #include "tfmpi/engine/options.h"
 #include "tfmpi/runtime/global_engine.h"
@@ -46,6 +47,7 @@ Shape ShapeOf(const py::array& a) {
 
 std::shared_ptr<Handle> Submit(Request req, py::object in, py::object out,
                                std::shared_ptr<GatherOutput> gather, py::dtype dtype) {
+  KeepAlive::Reap();
   Engine* engine = RequireEngine();
   Completion completion;
   req.done = completion.Callback();
@@ -136,9 +138,14 @@ PYBIND11_MODULE(_core, m) {
     ThrowIfError(s);
   });
   m.def("shutdown", [] {
-    py::gil_scoped_release release;
-    ShutdownGlobalEngine();
+    {
+      py::gil_scoped_release release;
+      ShutdownGlobalEngine();
+    }
+    KeepAlive::Reap();  // every request has completed now
   });
+  m.def("set_exit_reason", &SetGlobalExitReason, py::arg("reason"),
+        "Why this rank is about to stop; shutdown() tells the other ranks.");
   m.def("is_initialized", [] {
     Status why;
     return GlobalEngine(&why) != nullptr;

@@ -1,5 +1,7 @@
 #include "tfmpi/transport/inproc/inproc_communicator.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "tfmpi/common/enforce.h"
@@ -11,9 +13,14 @@ InProcWorld::InProcWorld(int size) : size_(size), slots_(static_cast<std::size_t
   TFMPI_ENFORCE(size >= 1, "world size must be positive, got {}", size);
 }
 
-std::vector<std::string> InProcWorld::Exchange(int rank, std::string data) {
+Status InProcWorld::Exchange(int rank, std::string data, std::vector<std::string>* all) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !draining_; });  // previous round fully read
+  auto aborted = [&] {
+    return Status::Internal(fmt::format(
+        "in-process transport: rank {} abandoned the world after a failure", aborted_by_));
+  };
+  cv_.wait(lock, [&] { return !draining_ || aborted_by_ >= 0; });  // previous round fully read
+  if (aborted_by_ >= 0) return aborted();
   slots_[static_cast<std::size_t>(rank)] = std::move(data);
   const std::uint64_t my_generation = generation_;
   if (++arrived_ == size_) {
@@ -21,16 +28,25 @@ std::vector<std::string> InProcWorld::Exchange(int rank, std::string data) {
     ++generation_;
     cv_.notify_all();
   } else {
-    cv_.wait(lock, [&] { return generation_ != my_generation; });
+    cv_.wait(lock, [&] { return generation_ != my_generation || aborted_by_ >= 0; });
+    if (generation_ == my_generation) return aborted();
   }
-  std::vector<std::string> result = slots_;
+  *all = slots_;
   if (++read_ == size_) {
     arrived_ = 0;
     read_ = 0;
     draining_ = false;
     cv_.notify_all();
   }
-  return result;
+  return Status::Ok();
+}
+
+void InProcWorld::Abort(int rank) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_by_ < 0) aborted_by_ = rank;
+  }
+  cv_.notify_all();
 }
 
 InProcCommunicator::InProcCommunicator(std::shared_ptr<InProcWorld> world, int rank)
@@ -39,7 +55,9 @@ InProcCommunicator::InProcCommunicator(std::shared_ptr<InProcWorld> world, int r
 Status InProcCommunicator::Allreduce(const void* in, void* out, std::size_t count,
                                      DataType dtype, ReduceOp op) {
   const std::size_t bytes = count * DataTypeSize(dtype);
-  auto all = world_->Exchange(rank_, std::string(static_cast<const char*>(in), bytes));
+  std::vector<std::string> all;
+  TFMPI_RETURN_IF_ERROR(
+      world_->Exchange(rank_, std::string(static_cast<const char*>(in), bytes), &all));
   if (bytes) std::memcpy(out, all[0].data(), bytes);  // out may be null when empty
   for (std::size_t r = 1; r < all.size(); ++r) ReduceInto(out, all[r].data(), count, dtype, op);
   return Status::Ok();
@@ -48,7 +66,8 @@ Status InProcCommunicator::Allreduce(const void* in, void* out, std::size_t coun
 Status InProcCommunicator::Broadcast(void* buf, std::size_t count, DataType dtype, int root) {
   const std::size_t bytes = count * DataTypeSize(dtype);
   std::string mine = rank_ == root ? std::string(static_cast<const char*>(buf), bytes) : "";
-  auto all = world_->Exchange(rank_, std::move(mine));
+  std::vector<std::string> all;
+  TFMPI_RETURN_IF_ERROR(world_->Exchange(rank_, std::move(mine), &all));
   if (rank_ != root && bytes) std::memcpy(buf, all[static_cast<std::size_t>(root)].data(), bytes);
   return Status::Ok();
 }
@@ -57,7 +76,9 @@ Status InProcCommunicator::Allgatherv(const void* in, void* out,
                                       const std::vector<std::size_t>& counts, DataType dtype) {
   const std::size_t elem = DataTypeSize(dtype);
   const std::size_t mine = counts[static_cast<std::size_t>(rank_)] * elem;
-  auto all = world_->Exchange(rank_, std::string(static_cast<const char*>(in), mine));
+  std::vector<std::string> all;
+  TFMPI_RETURN_IF_ERROR(
+      world_->Exchange(rank_, std::string(static_cast<const char*>(in), mine), &all));
   char* dst = static_cast<char*>(out);
   for (std::size_t r = 0; r < all.size(); ++r) {
     TFMPI_ENFORCE_EQ(all[r].size(), counts[r] * elem);
@@ -68,13 +89,14 @@ Status InProcCommunicator::Allgatherv(const void* in, void* out,
 }
 
 Status InProcCommunicator::Barrier() {
-  world_->Exchange(rank_, "");
-  return Status::Ok();
+  std::vector<std::string> all;
+  return world_->Exchange(rank_, "", &all);
 }
 
 Status InProcCommunicator::BitwiseAnd(std::uint64_t* words, std::size_t n) {
-  auto all = world_->Exchange(
-      rank_, std::string(reinterpret_cast<const char*>(words), n * sizeof(std::uint64_t)));
+  std::vector<std::string> all;
+  TFMPI_RETURN_IF_ERROR(world_->Exchange(
+      rank_, std::string(reinterpret_cast<const char*>(words), n * sizeof(std::uint64_t)), &all));
   for (const std::string& other : all) {
     const auto* w = reinterpret_cast<const std::uint64_t*>(other.data());
     for (std::size_t i = 0; i < n; ++i) words[i] &= w[i];
@@ -83,14 +105,16 @@ Status InProcCommunicator::BitwiseAnd(std::uint64_t* words, std::size_t n) {
 }
 
 Status InProcCommunicator::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {
-  auto got = world_->Exchange(rank_, mine);
+  std::vector<std::string> got;
+  TFMPI_RETURN_IF_ERROR(world_->Exchange(rank_, mine, &got));
   if (rank_ == 0) *all = std::move(got);
   else all->clear();
   return Status::Ok();
 }
 
 Status InProcCommunicator::BroadcastFromRoot(std::string* data) {
-  auto got = world_->Exchange(rank_, rank_ == 0 ? *data : std::string());
+  std::vector<std::string> got;
+  TFMPI_RETURN_IF_ERROR(world_->Exchange(rank_, rank_ == 0 ? *data : std::string(), &got));
   if (rank_ != 0) *data = std::move(got[0]);
   return Status::Ok();
 }

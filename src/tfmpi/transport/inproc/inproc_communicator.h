@@ -20,7 +20,11 @@ class InProcWorld {
  public:
   explicit InProcWorld(int size);
   int size() const { return size_; }
-  std::vector<std::string> Exchange(int rank, std::string data);
+  Status Exchange(int rank, std::string data, std::vector<std::string>* all);
+  // Rank `rank` gave up on the world after a failure (Communicator::Abandon):
+  // every exchange waiting now or started later fails, as the other processes
+  // of an MPI job are stopped when one of them exits without finalising.
+  void Abort(int rank);
 
  private:
   const int size_;
@@ -31,6 +35,7 @@ class InProcWorld {
   int read_ = 0;
   bool draining_ = false;
   std::uint64_t generation_ = 0;
+  int aborted_by_ = -1;
 };
 
 class InProcCommunicator final : public Communicator {
@@ -52,6 +57,7 @@ class InProcCommunicator final : public Communicator {
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override;
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
   Status BroadcastFromRoot(std::string* data) override;
+  void Abandon() override { world_->Abort(rank_); }
 
  private:
   std::shared_ptr<InProcWorld> world_;

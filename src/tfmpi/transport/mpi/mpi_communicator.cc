@@ -281,4 +281,18 @@ Status MpiCommunicator::BroadcastFromRoot(std::string* data) {
   return Broadcast(data->data(), data->size(), DataType::kUInt8, 0);
 }
 
+// Note [Abandoning MPI]
+// After a failure the ranks may sit in different collectives, and this rank
+// issues no more. Freeing a communicator is collective in the MPI standard,
+// and MPI_Finalize waits for every rank (Open MPI fences all processes), so
+// either could block forever on ranks stuck in a collective this rank will
+// never join, and with it the process's exit. An abandoned communicator is
+// therefore never freed and MPI never finalised: the process can exit, and
+// mpirun then ends the job's other processes (an MPI process that exits
+// without MPI_Finalize aborts the job), so no rank hangs.
+void MpiCommunicator::Abandon() {
+  comm_.release();
+  local_comm_.release();
+}
+
 }  // namespace tfmpi

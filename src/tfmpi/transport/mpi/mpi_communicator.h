@@ -27,6 +27,9 @@ class MpiEnvironment {
   static Status Create(std::unique_ptr<MpiEnvironment>* out);
   ~MpiEnvironment();
   int thread_level() const { return thread_level_; }
+  // After a failure: never call MPI_Finalize, which waits for every rank
+  // (Note [Abandoning MPI], mpi_communicator.cc).
+  void Abandon() { owns_ = false; }
 
  private:
   MpiEnvironment() = default;
@@ -54,6 +57,7 @@ class MpiCommunicator final : public Communicator {
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override;
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
   Status BroadcastFromRoot(std::string* data) override;
+  void Abandon() override;
 
  private:
   MpiCommunicator() = default;

@@ -32,6 +32,10 @@ class OwningMpiCommunicator final : public Communicator {
     return c_->GatherToRoot(mine, all);
   }
   Status BroadcastFromRoot(std::string* data) override { return c_->BroadcastFromRoot(data); }
+  void Abandon() override {  // Note [Abandoning MPI]
+    c_->Abandon();
+    env_->Abandon();
+  }
 
  private:
   std::unique_ptr<MpiEnvironment> env_;

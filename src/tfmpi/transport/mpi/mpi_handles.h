@@ -38,6 +38,8 @@ class UniqueHandle {
     if (h_ != Null() && !finalized) Free(&h_);
     h_ = Null();
   }
+  // Gives the handle up without freeing it (for handles whose free may block).
+  Handle release() { return std::exchange(h_, Null()); }
 
  private:
   Handle h_;
