@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, then runs the whole test suite:
-#   tier 1 logic tests and tier 2 real-MPI tests (CTest), tier 3 Python tests (pytest).
+#   tier 1 logic tests and tier 2 real-MPI tests (CTest), the logic tests again
+#   under ASan and TSan (scripts/sanitizers.sh logic), tier 3 Python tests (pytest),
+#   and the fidelity tier again, at 2 ranks, with the oldest supported Keras 3.
 # Every test that starts processes has a timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +15,23 @@ cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=
 cmake --build build/tests
 ctest --test-dir build/tests --output-on-failure --timeout 600 -j 2
 
+echo "== C++ logic tests under AddressSanitizer and ThreadSanitizer =="
+bash scripts/sanitizers.sh logic
+
 echo "== Python tests (pytest) =="
-"$PYTHON" -m pytest -q -p no:cacheprovider tests/python
+# -rs: every skipped test is listed with its reason.
+"$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/python
+
+# The oldest Keras 3 minor transparent mode supports (tfmpi/transparent/versions.py),
+# in a virtual environment that sees everything else from this Python.
+OLDEST=$("$PYTHON" -c "from tfmpi.transparent.versions import TESTED; print('%d.%d.*' % TESTED['keras'][0])")
+echo "== Fidelity tier with keras==$OLDEST (2 ranks) =="
+VENV=build/keras-oldest
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
+HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDEST%.*}.'))"
+"$VENV/bin/python" -c "$HAS_OLDEST" 2>/dev/null ||
+  "$VENV/bin/python" -m pip install -q --no-deps "keras==$OLDEST" > "$VENV/pip.log" 2>&1 ||
+  { cat "$VENV/pip.log"; echo "test.sh: could not install keras==$OLDEST" >&2; exit 1; }
+"$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; exit 1; }
+TFMPI_FIDELITY_SIZES=2 "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
+    tests/python/test_fidelity.py -k "not tf_keras"

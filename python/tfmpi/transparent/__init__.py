@@ -35,3 +35,20 @@ def activate():
     output.configure(state.rank, state.options)
     seeds.agree_on_seed(state.options)
     import_hooks.install()
+    _report_uncaught_errors(tfmpi)
+
+
+def _report_uncaught_errors(tfmpi):
+    """When the script dies of an exception, the other ranks hear why
+    (tfmpi.set_exit_reason): "rank 1 stopped with an error: ValueError: ...",
+    not a hang or a guess."""
+    previous = sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        try:
+            tfmpi.set_exit_reason(f"{kind.__name__}: {value}")
+        except Exception:  # the engine may already be gone; the traceback matters more
+            pass
+        previous(kind, value, traceback)
+
+    sys.excepthook = excepthook
