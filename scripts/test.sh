@@ -2,7 +2,9 @@
 # Installs whatever is missing, then runs the whole test suite:
 #   tier 1 logic tests and tier 2 real-MPI tests (CTest), the logic tests again
 #   under ASan and TSan (scripts/sanitizers.sh logic), tier 3 Python tests (pytest),
-#   and the fidelity tier again, at 2 ranks, with the oldest supported Keras 3.
+#   the emulated-cluster tier (tests/cluster: hosts as network namespaces; needs
+#   root, skipped with the reason elsewhere), and the fidelity tier again, at 2
+#   ranks, with the oldest supported Keras 3.
 # Every test that starts processes has a timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,9 @@ bash scripts/sanitizers.sh logic
 echo "== Python tests (pytest) =="
 # -rs: every skipped test is listed with its reason.
 "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/python
+
+echo "== Emulated cluster: the harness, tfmpirun across hosts (pytest) =="
+"$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster
 
 # The oldest Keras 3 minor transparent mode supports (tfmpi/transparent/versions.py),
 # in a virtual environment that sees everything else from this Python.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,19 +123,45 @@ TEST(MpirunCommand, PythonPathPrependedOnce) {
             "/a:/s");
 }
 
-const Environment kUserEnv = {{"TFMPI_FUSION_THRESHOLD", "1024"}, {"TFMPI_SEED", "11"},
-                              {"PYTHONPATH", "/mine"}, {"HOME", "/root"}, {"MY_TFMPI_X", "1"}};
+const Environment kUserEnv = {
+    {"TFMPI_FUSION_THRESHOLD", "1024"}, {"TFMPI_SEED", "11"}, {"PYTHONPATH", "/mine"},
+    {"HOME", "/root"}, {"MY_TFMPI_X", "1"}, {"TF_USE_LEGACY_KERAS", "1"},
+    {"VIRTUAL_ENV", "/venv"}, {"PATH", "/venv/bin:/usr/bin"}, {"HOSTNAME", "node1"},
+    {"PWD", "/work"}, {"OMPI_COMM_WORLD_RANK", "0"}, {"SLURM_NODEID", "0"},
+    {"CUDA_VISIBLE_DEVICES", "0"}, {"SSH_CONNECTION", "x"}, {"BASH_FUNC_f%%", "() { :; }"}};
 
-TEST(MpirunCommand, OpenMpiForwardsWithX) {
+TEST(MpirunCommand, OpenMpiForwardsTheEnvironmentWithX) {
   LaunchOptions o = Options(2);
   o.site_dir = "/s";
   const Words a = BuildMpirunCommand(o, MpiFlavor::kOpenMpi, kUserEnv, 8, false).argv;
-  for (const char* name : {"TFMPI_TRANSPARENT", "TFMPI_FUSION_THRESHOLD", "TFMPI_SEED", "PYTHONPATH"}) {
+  for (const char* name : {"TFMPI_TRANSPARENT", "TFMPI_FUSION_THRESHOLD", "TFMPI_SEED", "PYTHONPATH",
+                           "HOME", "MY_TFMPI_X", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV", "PATH"}) {
     EXPECT_TRUE(Has(a, {"-x", name})) << name;
   }
-  EXPECT_FALSE(Has(a, {"-x", "HOME"}));
-  EXPECT_FALSE(Has(a, {"-x", "MY_TFMPI_X"}));
+  for (const char* name : {"HOSTNAME", "PWD", "OMPI_COMM_WORLD_RANK", "SLURM_NODEID",
+                           "CUDA_VISIBLE_DEVICES", "SSH_CONNECTION", "BASH_FUNC_f%%"}) {
+    EXPECT_FALSE(Has(a, {"-x", name})) << name;
+  }
   EXPECT_EQ(std::count(a.begin(), a.end(), "TFMPI_TRANSPARENT"), 1);
+}
+
+TEST(Environment, HostSpecificVariables) {
+  for (const char* name : {"HOSTNAME", "SHLVL", "OLDPWD", "DISPLAY", "TMPDIR", "OMPI_MCA_btl",
+                           "PMIX_RANK", "PMI_SIZE", "HYDRA_HOST_FILE", "SLURM_PROCID", "PBS_NODEFILE",
+                           "SSH_AUTH_SOCK", "XDG_SESSION_ID", "ROCR_VISIBLE_DEVICES"}) {
+    EXPECT_TRUE(IsHostSpecific(name)) << name;
+  }
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "HOME", "TF_CPP_MIN_LOG_LEVEL",
+                           "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV", "DATA_DIR", "TFMPI_SEED",
+                           "OMP_NUM_THREADS", "PYTHONHASHSEED"}) {
+    EXPECT_FALSE(IsHostSpecific(name)) << name;
+  }
+}
+
+TEST(Environment, NamesAShellCannotExportAreNotForwarded) {
+  const std::set<std::string> f =
+      ForwardedVariables({{"OK_1", "a"}, {"1BAD", "b"}, {"has-dash", "c"}, {"", "d"}});
+  EXPECT_EQ(f, (std::set<std::string>{"OK_1"}));
 }
 
 TEST(MpirunCommand, MpichForwardsWithGenvAndValues) {
@@ -146,7 +173,7 @@ TEST(MpirunCommand, MpichForwardsWithGenvAndValues) {
   EXPECT_TRUE(Has(a, {"-genv", "TFMPI_FUSION_THRESHOLD", "1024"}));
   EXPECT_TRUE(Has(a, {"-genv", "TFMPI_SEED", "5"}));
   EXPECT_TRUE(Has(a, {"-genv", "PYTHONPATH", "/s:/mine"}));
-  EXPECT_FALSE(Has(a, {"-genv", "HOME"}));
+  EXPECT_FALSE(Has(a, {"-genv", "HOME"}));  // Hydra passes the rest of the environment itself
   EXPECT_FALSE(Has(a, {"-genvlist"}));  // see Note [Forwarding the environment]
 }
 

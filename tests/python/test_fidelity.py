@@ -15,33 +15,29 @@ Keras line is missing is skipped with the reason, never left out.
 
 import glob
 import importlib.util
-import json
 import os
-import sys
 
-import numpy as np
 import pytest
 
-from mpirun_util import HERE, run
+import fidelity_check
+from fidelity_check import launch
 
 pytest.importorskip("tensorflow", reason="the fidelity tier needs TensorFlow")
 pytest.importorskip("sklearn", reason="the fidelity scripts train on scikit-learn's digits")
 
-FIDELITY = os.path.join(HERE, "fidelity")
-RTOL = 1e-5
-WEIGHT_TOL = 1e-4
 LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
-QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
-# kind: (script and arguments, environment, rank counts with Keras 3, with tf_keras)
+# kind: (script and arguments, environment, rank counts with Keras 3, with tf_keras).
+# tf_keras runs the kinds whose code paths differ from Keras 3's (its own trainer,
+# optimizers, metrics, BatchNormalization, RNG, masked losses, saving).
 KINDS = {
-    "fit": (["train_fit.py"], {}, (2, 3, 4), (2, 3)),
+    "fit": (["train_fit.py"], {}, (2, 3, 4), (2,)),
     "custom_loop": (["train_custom_loop.py"], {}, (2, 3, 4), (2,)),
-    "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), (2,)),
+    "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), ()),
     "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}, (2, 3, 4), (2,)),
-    "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}, (2,), (2,)),
+    "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}, (2,), ()),
     "embedding_adam": (["train_sparse_lso_clip.py", "adam"], {}, (2,), ()),
-    "fit_steps_per_epoch_sample_weight": (["train_fit_options.py"], {}, (3,), (2,)),
+    "fit_steps_per_epoch_sample_weight": (["train_fit_options.py"], {}, (3,), ()),
     "keras2_train_step": (["train_keras2_step.py"], {}, (), (2,)),
     # fit, then a custom loop; tf_keras: fit only (its default RNG is not exact in custom
     # loops, docs/transparent.md)
@@ -81,17 +77,6 @@ def _require_keras_line(name):
         pytest.skip("tf_keras is not installed (scripts/setup.sh installs it)")
 
 
-def _runs(out):
-    return {p: json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "run-*.json")))}
-
-
-def _launch(argv, out, env, timeout):
-    kind, variant_env = env
-    args = KINDS[kind][0]
-    return run(argv + [sys.executable, os.path.join(FIDELITY, args[0]), str(out)] + args[1:],
-               timeout=timeout, env={**QUIET, **variant_env})
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The plain 1-process run (python, no tfmpirun) of a variant, made once."""
@@ -99,56 +84,23 @@ def reference(tmp_path_factory):
 
     def get(name):
         if name not in made:
-            out = tmp_path_factory.mktemp(f"ref-{name}")
-            r = _launch([], out, VARIANTS[name], timeout=400)
-            assert r.returncode == 0, r.stdout
-            (result,) = _runs(str(out)).values()
-            values = np.load(glob.glob(os.path.join(str(out), "values-*.npy"))[0])
-            made[name] = (result, values, r.stdout)
+            kind, env = VARIANTS[name]
+            made[name] = fidelity_check.reference(KINDS[kind][0], env,
+                                                  tmp_path_factory.mktemp(f"ref-{name}"))
         return made[name]
 
     return get
-
-
-def _assert_same_run(got, ref, where):
-    r_loss, g_loss = np.array(ref["losses"]), np.array(got["losses"])
-    assert len(g_loss) == len(r_loss), where
-    allowed = RTOL * np.abs(r_loss) + np.array(ref["bounds"]) + np.array(got["bounds"])
-    off = np.flatnonzero(np.abs(g_loss - r_loss) > allowed)
-    assert off.size == 0, (f"{where}: step {off[0]}: loss {g_loss[off[0]]!r}, 1-process "
-                           f"{r_loss[off[0]]!r} ({off.size} steps differ)")
-    for key in ("eval", "extra"):
-        np.testing.assert_allclose(got[key], ref[key], rtol=RTOL, err_msg=f"{where}: {key}")
 
 
 @pytest.mark.parametrize("name,np_", CASES)
 def test_matches_one_process_run(name, np_, reference, tmp_path):
     _require_keras_line(name)
     kind, _ = VARIANTS[name]
-    ref, ref_values, ref_stdout = reference(name)
-    assert len(ref["losses"]) >= 40, "a fidelity run needs enough steps to show a drift"
-    r = _launch(["tfmpirun", "-np", str(np_)], tmp_path, VARIANTS[name], timeout=600)
+    ref = reference(name)
+    assert len(ref[0]["losses"]) >= 40, "a fidelity run needs enough steps to show a drift"
+    r = launch(["tfmpirun", "-np", str(np_)], KINDS[kind][0], tmp_path, VARIANTS[name][1],
+               timeout=600)
     assert r.returncode == 0, r.stdout
-
-    per_rank = _runs(str(tmp_path))
-    assert len(per_rank) == np_, f"expected one result file per rank: {list(per_rank)}"
-    for path, got in per_rank.items():
-        _assert_same_run(got, ref, path)
-
-    weights = [np.load(p) for p in sorted(glob.glob(str(tmp_path / "weights-*.npy")))]
-    assert len(weights) == np_
-    for w in weights[1:]:
-        assert np.array_equal(w, weights[0]), "final weights differ between ranks"
-    values = np.load(sorted(glob.glob(str(tmp_path / "values-*.npy")))[0])
-    drift = np.abs(values - ref_values).max()
-    assert drift <= WEIGHT_TOL * max(1.0, np.abs(ref_values).max()), \
-        f"final weights drift {drift} from the 1-process run's"
-
+    fidelity_check.assert_matches(ref, tmp_path, np_, r.stdout)
     if KINDS[kind][0][0] == "train_fit.py":
         assert len(glob.glob(os.path.join(str(tmp_path), "ckpt-*.weights.h5"))) == 1
-
-    # only rank 0 prints: the same lines as the 1-process run, once
-    def lines(text, tag):
-        return [l for l in text.splitlines() if l.startswith(tag)]
-    assert len(lines(r.stdout, "RUN_DONE")) == 1, r.stdout
-    assert len(lines(r.stdout, "EPOCH")) == len(lines(ref_stdout, "EPOCH"))

@@ -15,11 +15,24 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import FLAVOURS
 from mpirun_util import run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+# (Keras line, shared filesystem): the shared case with Keras 3; the private one, which
+# covers the same loads and waits without a shared filesystem, with both lines.
+LAYOUTS = [("keras3", True), ("keras3", False), ("tf_keras", False)]
+
+
+def _layout(name, shared):
+    """(flavour, skip reason or None) for one LAYOUTS case."""
+    if name == "tf_keras":
+        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
+    return FLAVOURS[name], None if shared else _private_mounts_reason()
 
 
 def _private_mounts_reason():
@@ -106,10 +119,11 @@ with open(os.path.join(out, f"listing-{os.getpid()}"), "w") as f:  # what this r
 """
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["shared-fs", "no-shared-fs"])
-def test_save_then_load_sees_rank0s_complete_file(flavour, tmp_path, shared):
-    if not shared and _private_mounts_reason():
-        pytest.skip(_private_mounts_reason())
+@pytest.mark.parametrize("name,shared", LAYOUTS)
+def test_save_then_load_sees_rank0s_complete_file(name, shared, tmp_path):
+    flavour, reason = _layout(name, shared)
+    if reason:
+        pytest.skip(reason)
     work, out = tmp_path / "work", tmp_path / "out"
     work.mkdir()
     out.mkdir()
@@ -146,10 +160,11 @@ print("FINISHED", flush=True)
 """
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["shared-fs", "no-shared-fs"])
-def test_backup_and_restore_resumes_every_rank_from_rank0s_backup(flavour, tmp_path, shared):
-    if not shared and _private_mounts_reason():
-        pytest.skip(_private_mounts_reason())
+@pytest.mark.parametrize("name,shared", LAYOUTS)
+def test_backup_and_restore_resumes_every_rank_from_rank0s_backup(name, shared, tmp_path):
+    flavour, reason = _layout(name, shared)
+    if reason:
+        pytest.skip(reason)
     backup, out = tmp_path / "backup", tmp_path / "out"
     out.mkdir()
     private = None if shared else tmp_path / "backup"

@@ -22,7 +22,12 @@ constexpr const char* kFooter = R"(Environment set for every rank (forwarded wit
   TFMPI_BATCH_MODE          --batch-mode
   TFMPI_SYNC_BATCHNORM=1    --sync-batchnorm
   TFMPI_ALL_RANKS_OUTPUT=1  --all-ranks-output, --output-filename
-Every other TFMPI_* variable already set is forwarded too (list them: python -m tfmpi.params).
+The rest of the environment reaches every rank on every host too, as on the launching host
+(a remote shell would start the ranks with a clean one): every variable except those that
+describe this host or session (HOSTNAME, PWD, SHLVL, TMPDIR, SSH_*, DISPLAY, GPU visibility
+such as CUDA_VISIBLE_DEVICES) and those of MPI and batch schedulers (OMPI_*, PMIX_*, PMI_*,
+HYDRA_*, SLURM_*, PBS_*, LSB_*, ...), which each rank gets from its own launcher. Open MPI:
+-x NAME for each; MPICH passes the environment itself.
 
 Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own thread pools),
 --allow-run-as-root when run as root, --oversubscribe when N exceeds the local cores and no

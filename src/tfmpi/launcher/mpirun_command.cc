@@ -45,11 +45,8 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
   Environment final_env = env_in;
   for (const auto& [name, value] : cmd.env) final_env[name] = value;
 
-  // See Note [Forwarding the environment].
-  std::set<std::string> forwarded;
-  for (const auto& [name, value] : final_env) {
-    if (name.rfind("TFMPI_", 0) == 0 || name == "PYTHONPATH") forwarded.insert(name);
-  }
+  // See Note [Forwarding the environment] (environment.h).
+  const std::set<std::string> forwarded = ForwardedVariables(final_env);
 
   std::vector<std::string>& argv = cmd.argv;
   argv.push_back(o.mpirun.empty() ? "mpirun" : o.mpirun);
@@ -78,7 +75,13 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
       Append(&argv, {"-outfile-pattern", o.output_filename + "/rank.%r.stdout",
                      "-errfile-pattern", o.output_filename + "/rank.%r.stderr"});
     }
-    for (const std::string& name : forwarded) Append(&argv, {"-genv", name, final_env[name]});
+    // Hydra passes the whole environment itself; tfmpi's own variables are
+    // named explicitly, with their values (Note [Forwarding the environment]).
+    for (const std::string& name : forwarded) {
+      if (name.rfind("TFMPI_", 0) == 0 || name == "PYTHONPATH") {
+        Append(&argv, {"-genv", name, final_env[name]});
+      }
+    }
   }
   argv.insert(argv.end(), o.mpi_args.begin(), o.mpi_args.end());
   argv.insert(argv.end(), o.command.begin(), o.command.end());

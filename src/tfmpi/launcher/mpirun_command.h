@@ -1,16 +1,7 @@
 // Pure: the mpirun command line and environment for a launch.
 //
-// Note [Forwarding the environment]
-// tfmpirun sets its variables in its own environment, then execs mpirun.
-// Local ranks inherit them anyway; for remote hosts they must be named:
-// * Open MPI: `-x NAME` per variable (mpirun sends its own value).
-// * MPICH/Hydra: `-genv NAME VALUE` per variable. Not `-genvlist a,b,c`:
-//   that switches Hydra from "pass the whole environment" (its default) to
-//   "pass only these", which would drop PATH, LD_LIBRARY_PATH and the rest
-//   on remote hosts.
-// Forwarded: the variables tfmpirun sets, PYTHONPATH, and every TFMPI_*
-// variable already present, so `TFMPI_FUSION_THRESHOLD=... tfmpirun ...`
-// reaches every rank on every host.
+// The environment every rank gets: Note [Forwarding the environment],
+// environment.h.
 //
 // Note [Open MPI placement flags]
 // `--bind-to none --map-by slot`, as horovodrun passes: Open MPI binds each
@@ -26,12 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "tfmpi/launcher/environment.h"
 #include "tfmpi/launcher/launch_options.h"
 #include "tfmpi/launcher/mpi_flavor.h"
 
 namespace tfmpi::launcher {
-
-using Environment = std::map<std::string, std::string>;
 
 struct MpirunCommand {
   std::vector<std::string> argv;  // argv[0] is the mpirun to exec

@@ -1,0 +1,96 @@
+#include "tfmpi/planning/shares.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tfmpi/common/enforce.h"
+
+namespace tfmpi::planning {
+
+std::vector<double> ShareFractions(const std::vector<double>& speeds) {
+  TFMPI_ENFORCE(!speeds.empty(), "share fractions need at least one rank");
+  double total = 0;
+  std::vector<double> out(speeds.size(), 0.0);
+  for (std::size_t i = 0; i < speeds.size(); ++i) {
+    if (std::isfinite(speeds[i]) && speeds[i] > 0) {
+      out[i] = speeds[i];
+      total += speeds[i];
+    }
+  }
+  if (!(total > 0) || !std::isfinite(total)) {
+    std::fill(out.begin(), out.end(), 1.0 / static_cast<double>(speeds.size()));
+    return out;
+  }
+  for (double& f : out) f /= total;
+  return out;
+}
+
+std::vector<std::int64_t> SliceBounds(const std::vector<double>& fractions, std::int64_t batch) {
+  TFMPI_ENFORCE(!fractions.empty(), "slice bounds need at least one rank");
+  TFMPI_ENFORCE(batch >= 0, "negative batch size {}", batch);
+  std::vector<std::int64_t> bounds(fractions.size() + 1, 0);
+  double cumulative = 0;
+  for (std::size_t i = 0; i + 1 < fractions.size(); ++i) {
+    cumulative += std::max(0.0, fractions[i]);
+    const auto b = static_cast<std::int64_t>(std::llround(static_cast<double>(batch) * cumulative));
+    bounds[i + 1] = std::clamp(b, bounds[i], batch);
+  }
+  bounds.back() = batch;
+  return bounds;
+}
+
+std::vector<std::int64_t> SliceSizes(const std::vector<double>& fractions, std::int64_t batch) {
+  const std::vector<std::int64_t> bounds = SliceBounds(fractions, batch);
+  std::vector<std::int64_t> sizes(fractions.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) sizes[i] = bounds[i + 1] - bounds[i];
+  return sizes;
+}
+
+double PredictedStepSeconds(const std::vector<double>& fractions, std::int64_t batch,
+                            const std::vector<double>& seconds_per_sample) {
+  TFMPI_ENFORCE_EQ(fractions.size(), seconds_per_sample.size());
+  const std::vector<std::int64_t> sizes = SliceSizes(fractions, batch);
+  double worst = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(sizes[i]) * seconds_per_sample[i]);
+  }
+  return worst;
+}
+
+Rebalancer::Rebalancer(std::vector<double> fractions, RebalanceOptions options)
+    : fractions_(std::move(fractions)), per_sample_(fractions_.size(), 0.0), options_(options) {
+  TFMPI_ENFORCE(!fractions_.empty(), "a rebalancer needs at least one rank");
+  TFMPI_ENFORCE(options_.smoothing > 0 && options_.smoothing <= 1,
+                "smoothing must be in (0, 1], got {}", options_.smoothing);
+}
+
+bool Rebalancer::Observe(const std::vector<double>& seconds,
+                         const std::vector<std::int64_t>& samples, std::int64_t batch) {
+  TFMPI_ENFORCE_EQ(seconds.size(), fractions_.size());
+  TFMPI_ENFORCE_EQ(samples.size(), fractions_.size());
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    if (samples[i] <= 0 || !std::isfinite(seconds[i]) || seconds[i] < 0) continue;
+    const double measured = seconds[i] / static_cast<double>(samples[i]);
+    per_sample_[i] = per_sample_[i] > 0
+                         ? options_.smoothing * measured + (1 - options_.smoothing) * per_sample_[i]
+                         : measured;
+  }
+  // A rank without a measurement (it computed nothing so far) is assumed as
+  // fast as the slowest measured rank, so it is given work to be measured on.
+  double slowest = 0;
+  for (double t : per_sample_) slowest = std::max(slowest, t);
+  if (!(slowest > 0)) return false;
+  std::vector<double> estimate(per_sample_.size()), speeds(per_sample_.size());
+  for (std::size_t i = 0; i < per_sample_.size(); ++i) {
+    estimate[i] = per_sample_[i] > 0 ? per_sample_[i] : slowest;
+    speeds[i] = 1.0 / estimate[i];
+  }
+  std::vector<double> proposed = ShareFractions(speeds);
+  const double now = PredictedStepSeconds(fractions_, batch, estimate);
+  const double then = PredictedStepSeconds(proposed, batch, estimate);
+  if (!(then < now * (1 - options_.min_gain))) return false;
+  fractions_ = std::move(proposed);
+  return true;
+}
+
+}  // namespace tfmpi::planning

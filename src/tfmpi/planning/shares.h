@@ -1,0 +1,70 @@
+// Pure work-share planning: how many samples of each global batch every rank
+// computes, from how fast the ranks are.
+//
+// Note [Work shares]
+// Under global-batch semantics rank i computes s_i of the B samples of a batch,
+// sum_i s_i = B, and the optimizer weights its gradient s_i / B, so every
+// update is the 1-process update whatever the split (Note [Global batch],
+// python/tfmpi/transparent/batching.py). The split only decides how long a
+// step takes: about max_i s_i * t_i, t_i the seconds rank i needs per sample.
+// That is smallest when s_i is proportional to the rank's speed 1 / t_i.
+// * Shares are kept as fractions f_i (sum 1), because batches vary in size
+//   (the ragged last batch): a batch of b samples is cut at the cumulative
+//   bounds round(b * (f_0 + ... + f_{i-1})), so the slices partition it in rank
+//   order for every b, and slice sizes differ from b * f_i by less than 1.
+// * A rank of speed 0 (or too slow to matter) gets fraction 0 and computes
+//   nothing; it still takes part in every collective. Where every speed is 0
+//   or unknown, the shares are equal.
+// * Rebalancer turns measured compute times into new fractions: it smooths the
+//   per-sample times (exponentially, `smoothing` the weight of the newest
+//   measurement) and proposes a change only when the predicted step time
+//   improves by more than `min_gain` (hysteresis), so measurement noise does
+//   not move work back and forth.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tfmpi::planning {
+
+// Fractions proportional to `speeds` (samples per second; negative or
+// non-finite count as 0), summing to 1; equal when no speed is positive.
+std::vector<double> ShareFractions(const std::vector<double>& speeds);
+
+// Slice bounds of a batch of `batch` samples: rank i takes
+// [bounds[i], bounds[i + 1]); bounds[0] = 0, bounds.back() = batch, non-decreasing.
+std::vector<std::int64_t> SliceBounds(const std::vector<double>& fractions, std::int64_t batch);
+
+// Slice sizes (bounds differences) of a batch of `batch` samples.
+std::vector<std::int64_t> SliceSizes(const std::vector<double>& fractions, std::int64_t batch);
+
+// max_i size_i * seconds_per_sample_i for a batch of `batch` samples.
+double PredictedStepSeconds(const std::vector<double>& fractions, std::int64_t batch,
+                            const std::vector<double>& seconds_per_sample);
+
+struct RebalanceOptions {
+  double smoothing = 0.5;  // weight of the newest measurement in the running estimate
+  double min_gain = 0.05;  // change shares only if the step gets this much faster (relative)
+};
+
+class Rebalancer {
+ public:
+  Rebalancer(std::vector<double> fractions, RebalanceOptions options);
+
+  // Rank i computed `samples[i]` samples in `seconds[i]` seconds since the last
+  // call (a rank with 0 samples gives no measurement). Returns true, with new
+  // `fractions()`, when the shares should change for a batch of `batch`.
+  bool Observe(const std::vector<double>& seconds, const std::vector<std::int64_t>& samples,
+               std::int64_t batch);
+
+  const std::vector<double>& fractions() const { return fractions_; }
+  // Smoothed seconds per sample of each rank (0: not measured yet).
+  const std::vector<double>& seconds_per_sample() const { return per_sample_; }
+
+ private:
+  std::vector<double> fractions_;
+  std::vector<double> per_sample_;
+  RebalanceOptions options_;
+};
+
+}  // namespace tfmpi::planning

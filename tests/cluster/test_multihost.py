@@ -1,0 +1,89 @@
+"""tfmpirun across emulated hosts (harness.py): ranks on several hosts, each
+started by a remote shell with a clean environment, as over ssh. Local rank
+and size are per host; the launching environment reaches every rank but its
+host-specific variables; fidelity kinds match the 1-process run across hosts.
+Needs root, namespaces and cgroups (see conftest.py); TensorFlow for training."""
+
+import json
+import os
+import sys
+
+import pytest
+
+import harness
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TESTS, "python"))
+
+import fidelity_check  # noqa: E402
+from mpirun_util import run  # noqa: E402
+
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+@pytest.fixture(scope="module")
+def two_hosts():
+    """Two emulated hosts with two slots each (four ranks)."""
+    reason = harness.unavailable_reason()
+    if reason:
+        pytest.skip(f"emulated cluster unavailable: {reason}")
+    with harness.EmulatedCluster(hosts=2, slots=2) as cluster:
+        yield cluster
+
+
+WHERE = """
+import json, os, socket, sys
+import tfmpi
+tfmpi.init()
+seen = {"rank": tfmpi.rank(), "size": tfmpi.size(), "local_rank": tfmpi.local_rank(),
+        "local_size": tfmpi.local_size(), "host": socket.gethostname(),
+        "vars": {k: os.environ.get(k) for k in ("MY_DATA_DIR", "TF_USE_LEGACY_KERAS",
+                                                 "TF_CPP_MIN_LOG_LEVEL", "HOSTNAME")},
+        "cwd": os.getcwd()}
+with open(os.path.join(sys.argv[1], f"rank-{tfmpi.rank()}.json"), "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def test_ranks_know_their_host_and_get_the_launching_environment(two_hosts, tmp_path):
+    env = {"MY_DATA_DIR": "/data/set-1", "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3",
+           "HOSTNAME": "launching-host"}
+    r = run(["tfmpirun", "-np", "4", *two_hosts.tfmpirun_args(), sys.executable, "-c", WHERE,
+             str(tmp_path)], 120, env=env)
+    assert r.returncode == 0, r.stdout
+    seen = [json.load(open(tmp_path / f"rank-{i}.json")) for i in range(4)]
+    hosts = [h.name for h in two_hosts.hosts]
+    for i, s in enumerate(seen):
+        assert (s["rank"], s["size"], s["local_rank"], s["local_size"]) == (i, 4, i % 2, 2), s
+        assert s["host"] == hosts[i // 2], (s, hosts)  # slots fill the first host first
+        host_specific = s["vars"].pop("HOSTNAME")
+        assert host_specific != "launching-host", s  # describes the launching host: not forwarded
+        assert s["vars"] == {"MY_DATA_DIR": "/data/set-1", "TF_USE_LEGACY_KERAS": "0",
+                             "TF_CPP_MIN_LOG_LEVEL": "3"}, s
+        assert s["cwd"] == os.getcwd(), s  # ranks start where tfmpirun ran, as mpirun does
+
+
+KINDS = {  # fidelity kinds across hosts: (script and arguments, environment)
+    "fit": (["train_fit.py"], {}),
+    "custom_loop": (["train_custom_loop.py"], {}),
+    "save_then_load": (["train_save_load.py"], {}),
+    "tf_keras_fit": (["train_fit.py"], {"TF_USE_LEGACY_KERAS": "1"}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_fidelity_across_hosts(two_hosts, kind, tmp_path):
+    pytest.importorskip("tensorflow", reason="training needs TensorFlow")
+    pytest.importorskip("sklearn", reason="the fidelity scripts train on scikit-learn's digits")
+    args, env = KINDS[kind]
+    if "TF_USE_LEGACY_KERAS" in env:
+        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
+    (tmp_path / "ref").mkdir()
+    ref = fidelity_check.reference(args, env, tmp_path / "ref")
+    out = tmp_path / "run"
+    out.mkdir()
+    # The environment selecting tf_keras reaches the remote ranks only if tfmpirun forwards it.
+    r = fidelity_check.launch(["tfmpirun", "-np", "4", *two_hosts.tfmpirun_args()], args, out,
+                              env, timeout=600)
+    assert r.returncode == 0, r.stdout
+    fidelity_check.assert_matches(ref, out, 4, r.stdout)

@@ -1,0 +1,119 @@
+// Work-share planning (planning/shares.h, Note [Work shares]).
+#include "tfmpi/planning/shares.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace tfmpi::planning {
+namespace {
+
+std::int64_t Sum(const std::vector<std::int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), std::int64_t{0});
+}
+
+TEST(Shares, EqualSpeedsSplitEvenlyLikeTheDefaultSplit) {
+  const std::vector<double> f = ShareFractions({2.0, 2.0, 2.0, 2.0});
+  for (double x : f) EXPECT_DOUBLE_EQ(x, 0.25);
+  EXPECT_EQ(SliceSizes(f, 64), (std::vector<std::int64_t>{16, 16, 16, 16}));
+  EXPECT_EQ(Sum(SliceSizes(f, 7)), 7);
+}
+
+TEST(Shares, OneSlowRankGetsLess) {
+  const std::vector<double> f = ShareFractions({1.0, 1.0, 1.0, 0.25});
+  const std::vector<std::int64_t> sizes = SliceSizes(f, 130);
+  EXPECT_EQ(Sum(sizes), 130);
+  EXPECT_EQ(sizes, (std::vector<std::int64_t>{40, 40, 40, 10}));
+}
+
+TEST(Shares, SlicesPartitionEveryBatchSizeInOrder) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> speed(0.0, 3.0);
+  for (int n = 1; n <= 16; ++n) {
+    std::vector<double> speeds(n);
+    for (double& s : speeds) s = speed(rng);
+    const std::vector<double> f = ShareFractions(speeds);
+    for (std::int64_t b = 0; b <= 100; ++b) {
+      const std::vector<std::int64_t> bounds = SliceBounds(f, b);
+      ASSERT_EQ(bounds.size(), static_cast<std::size_t>(n + 1));
+      EXPECT_EQ(bounds.front(), 0);
+      EXPECT_EQ(bounds.back(), b);
+      for (int i = 0; i < n; ++i) {
+        EXPECT_LE(bounds[i], bounds[i + 1]);
+        EXPECT_LT(std::abs(static_cast<double>(bounds[i + 1] - bounds[i]) - b * f[i]), 1.0 + 1e-9)
+            << "n=" << n << " b=" << b << " rank " << i;
+      }
+    }
+  }
+}
+
+TEST(Shares, BatchSmallerThanRanks) {
+  const std::vector<std::int64_t> sizes = SliceSizes(ShareFractions({1, 1, 1, 1, 1}), 3);
+  EXPECT_EQ(Sum(sizes), 3);
+  for (std::int64_t s : sizes) EXPECT_LE(s, 1);
+}
+
+TEST(Shares, RankAtSpeedZeroComputesNothing) {
+  const std::vector<double> f = ShareFractions({1.0, 0.0, 1.0});
+  EXPECT_EQ(f[1], 0.0);
+  EXPECT_EQ(SliceSizes(f, 10), (std::vector<std::int64_t>{5, 0, 5}));
+  // ~0 rather than 0: it still gets (almost) nothing.
+  EXPECT_EQ(SliceSizes(ShareFractions({1.0, 1e-9, 1.0}), 64)[1], 0);
+}
+
+TEST(Shares, NoUsableSpeedMeansEqualShares) {
+  for (const std::vector<double>& speeds : {std::vector<double>{0, 0}, {-1, NAN}, {INFINITY, 1}}) {
+    const std::vector<double> f = ShareFractions(speeds);
+    double total = 0;
+    for (double x : f) total += x;
+    EXPECT_NEAR(total, 1.0, 1e-12);
+  }
+  EXPECT_EQ(ShareFractions({0, 0}), (std::vector<double>{0.5, 0.5}));
+}
+
+TEST(Shares, PredictedStepIsTheSlowestSlice) {
+  EXPECT_DOUBLE_EQ(PredictedStepSeconds({0.5, 0.5}, 10, {1.0, 2.0}), 10.0);
+  EXPECT_DOUBLE_EQ(PredictedStepSeconds(ShareFractions({1.0, 0.5}), 12, {1.0, 2.0}), 8.0);
+}
+
+TEST(Rebalancer, MovesWorkAwayFromARankThatSlowsDown) {
+  Rebalancer r({0.5, 0.5}, {});
+  EXPECT_FALSE(r.Observe({1.0, 1.0}, {50, 50}, 100));  // equal: nothing to gain
+  // Rank 1 becomes three times slower.
+  EXPECT_TRUE(r.Observe({1.0, 3.0}, {50, 50}, 100));
+  EXPECT_GT(r.fractions()[0], 0.6);
+  const double after_one = r.fractions()[1];
+  // Further measurements converge towards 3:1.
+  for (int i = 0; i < 10; ++i) {
+    const auto sizes = SliceSizes(r.fractions(), 100);
+    r.Observe({sizes[0] * 0.02, sizes[1] * 0.06}, {sizes[0], sizes[1]}, 100);
+  }
+  EXPECT_NEAR(r.fractions()[1], 0.25, 0.02);
+  EXPECT_LE(r.fractions()[1], after_one + 1e-12);
+}
+
+TEST(Rebalancer, HysteresisIgnoresSmallDifferences) {
+  Rebalancer r({0.5, 0.5}, {0.5, 0.05});
+  EXPECT_FALSE(r.Observe({1.0, 1.04}, {50, 50}, 100));  // 4% slower: predicted gain < 5%
+  EXPECT_EQ(r.fractions(), (std::vector<double>{0.5, 0.5}));
+}
+
+TEST(Rebalancer, UnmeasuredRankKeepsWorkAndSlowestRankSetsThePace) {
+  Rebalancer r({0.5, 0.5, 0.0}, {1.0, 0.0});
+  // Rank 2 computed nothing: assumed as fast as the slowest measured rank.
+  EXPECT_TRUE(r.Observe({1.0, 2.0, 0.0}, {50, 50, 0}, 120));
+  EXPECT_GT(r.fractions()[2], 0.0);
+  EXPECT_EQ(r.seconds_per_sample()[2], 0.0);
+}
+
+TEST(Rebalancer, SmoothingWeighsTheNewestMeasurement) {
+  Rebalancer r({0.5, 0.5}, {0.5, 1.0});
+  r.Observe({1.0, 1.0}, {10, 10}, 20);
+  r.Observe({3.0, 1.0}, {10, 10}, 20);
+  EXPECT_DOUBLE_EQ(r.seconds_per_sample()[0], 0.5 * 0.3 + 0.5 * 0.1);
+}
+
+}  // namespace
+}  // namespace tfmpi::planning

@@ -1,0 +1,70 @@
+"""Running a fidelity script (fidelity/*.py) and comparing a multi-rank run
+with the 1-process run: shared by test_fidelity.py and the multi-host tests
+(tests/cluster). See test_fidelity.py for what is compared."""
+
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+
+from mpirun_util import HERE, run
+
+FIDELITY = os.path.join(HERE, "fidelity")
+RTOL = 1e-5
+WEIGHT_TOL = 1e-4
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def launch(launcher, args, out, env, timeout):
+    """Run fidelity script args[0] (with args[1:]) writing to `out`, after `launcher` argv."""
+    return run(launcher + [sys.executable, os.path.join(FIDELITY, args[0]), str(out)] + args[1:],
+               timeout=timeout, env={**QUIET, **env})
+
+
+def results(out):
+    return {p: json.load(open(p)) for p in sorted(glob.glob(os.path.join(str(out), "run-*.json")))}
+
+
+def reference(args, env, out):
+    """The plain 1-process run: (result, final weights as float64, stdout)."""
+    r = launch([], args, out, env, timeout=400)
+    assert r.returncode == 0, r.stdout
+    (result,) = results(out).values()
+    values = np.load(glob.glob(os.path.join(str(out), "values-*.npy"))[0])
+    return result, values, r.stdout
+
+
+def assert_same_run(got, ref, where):
+    r_loss, g_loss = np.array(ref["losses"]), np.array(got["losses"])
+    assert len(g_loss) == len(r_loss), where
+    allowed = RTOL * np.abs(r_loss) + np.array(ref["bounds"]) + np.array(got["bounds"])
+    off = np.flatnonzero(np.abs(g_loss - r_loss) > allowed)
+    assert off.size == 0, (f"{where}: step {off[0]}: loss {g_loss[off[0]]!r}, 1-process "
+                           f"{r_loss[off[0]]!r} ({off.size} steps differ)")
+    for key in ("eval", "extra"):
+        np.testing.assert_allclose(got[key], ref[key], rtol=RTOL, err_msg=f"{where}: {key}")
+
+
+def assert_matches(ref, out, np_, stdout):
+    """Every rank's results in `out` match the reference (result, values, stdout)."""
+    ref_result, ref_values, ref_stdout = ref
+    per_rank = results(out)
+    assert len(per_rank) == np_, f"expected one result file per rank: {list(per_rank)}"
+    for path, got in per_rank.items():
+        assert_same_run(got, ref_result, path)
+    weights = [np.load(p) for p in sorted(glob.glob(os.path.join(str(out), "weights-*.npy")))]
+    assert len(weights) == np_
+    for w in weights[1:]:
+        assert np.array_equal(w, weights[0]), "final weights differ between ranks"
+    values = np.load(sorted(glob.glob(os.path.join(str(out), "values-*.npy")))[0])
+    drift = np.abs(values - ref_values).max()
+    assert drift <= WEIGHT_TOL * max(1.0, np.abs(ref_values).max()), \
+        f"final weights drift {drift} from the 1-process run's"
+
+    # only rank 0 prints: the same lines as the 1-process run, once
+    def lines(text, tag):
+        return [l for l in text.splitlines() if l.startswith(tag)]
+    assert len(lines(stdout, "RUN_DONE")) == 1, stdout
+    assert len(lines(stdout, "EPOCH")) == len(lines(ref_stdout, "EPOCH"))
