@@ -49,6 +49,17 @@ TEST(Shares, SlicesPartitionEveryBatchSizeInOrder) {
   }
 }
 
+TEST(Shares, CutsAreCumulativeAndEndAtExactlyOne) {
+  const std::vector<double> c = Cuts({0.1, 0.2, 0.3, 0.4});
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_EQ(c.front(), 0.0);
+  EXPECT_EQ(c.back(), 1.0);  // not 0.1 + 0.2 + 0.3 + 0.4 rounded: the last slice ends at b
+  EXPECT_DOUBLE_EQ(c[2], 0.3);
+  // The bounds are floor(b * c_i + 0.5) of these cuts, the formula the compiled step uses.
+  EXPECT_EQ(SliceBounds({0.1, 0.2, 0.3, 0.4}, 15), (std::vector<std::int64_t>{0, 2, 5, 9, 15}));
+  EXPECT_EQ(Cuts({-1.0, 2.0}), (std::vector<double>{0.0, 0.0, 1.0}));
+}
+
 TEST(Shares, BatchSmallerThanRanks) {
   const std::vector<std::int64_t> sizes = SliceSizes(ShareFractions({1, 1, 1, 1, 1}), 3);
   EXPECT_EQ(Sum(sizes), 3);

@@ -31,7 +31,7 @@ import threading
 
 import tensorflow as tf
 
-from tfmpi.transparent import state
+from tfmpi.transparent import shares, state
 
 Split = collections.namedtuple("Split", "start size total weight")
 
@@ -113,7 +113,10 @@ def variable_split():
 
 
 def slice_bounds(batch_size):
-    """(start, size) of this rank's slice of a batch of `batch_size` (int tensors)."""
+    """(start, size) of this rank's slice of a batch of `batch_size` (int tensors):
+    from the work shares (shares.py) where they are adaptive, else B // N each."""
+    if shares.enabled():
+        return shares.slice_bounds(batch_size)
     n, r = state.size, state.rank
     base = batch_size // n
     rem = batch_size % n

@@ -12,6 +12,8 @@ class Options:
     seed: int = None                 # shared seed (tfmpirun picks one per launch)
     batch_check_interval: int = 100  # compare batch fingerprints every this many steps (0: never)
     allow_untested_versions: bool = False  # start even outside the tested version range
+    shares: str = "adaptive"         # "adaptive": slices follow measured speeds; "equal": B // N each
+    rebalance_steps: int = 10        # adaptive shares are revised every this many steps (0: never)
 
 
 def _bool(name, default):
@@ -40,9 +42,18 @@ def load():
     if not interval.isdigit():
         raise SystemExit(f"tfmpi: invalid value {interval!r} for TFMPI_BATCH_CHECK_INTERVAL: expected "
                          "a whole number of steps (0 turns the check off)")
+    shares = os.environ.get("TFMPI_SHARES", "adaptive").strip().lower()
+    if shares not in ("adaptive", "equal"):
+        raise SystemExit(f"tfmpi: invalid value {shares!r} for TFMPI_SHARES: expected adaptive or equal")
+    every = os.environ.get("TFMPI_REBALANCE_STEPS", "10").strip()
+    if not every.isdigit():
+        raise SystemExit(f"tfmpi: invalid value {every!r} for TFMPI_REBALANCE_STEPS: expected a whole "
+                         "number of steps (0: keep the first shares)")
     return Options(batch_mode=mode,
                    all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
                    sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
                    seed=seed,
                    batch_check_interval=int(interval),
-                   allow_untested_versions=_bool("TFMPI_ALLOW_UNTESTED_VERSIONS", False))
+                   allow_untested_versions=_bool("TFMPI_ALLOW_UNTESTED_VERSIONS", False),
+                   shares=shares,
+                   rebalance_steps=int(every))

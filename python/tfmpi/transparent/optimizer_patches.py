@@ -13,7 +13,7 @@ update, the variables being trained are broadcast from rank 0.
 
 import tensorflow as tf
 
-from tfmpi.transparent import batching, collectives, flags, state, versions
+from tfmpi.transparent import batching, collectives, flags, shares, state, versions
 
 
 def reducing():
@@ -43,7 +43,11 @@ def reduced_gradients(opt, grads, variables):
     """The global gradient for `variables` (broadcasting them first on the
     optimizer's first update)."""
     _sync_before_first_update(opt, variables)
-    return collectives.reduce_gradients(grads, batching.weight_variable())
+    split = batching.traced_split()
+    ready_at = shares.gradients_ready(grads) if split is not None else None
+    reduced = collectives.reduce_gradients(grads, batching.weight_variable())
+    shares.record_wait(ready_at, reduced, split)
+    return reduced
 
 
 def wrap_apply(original):

@@ -21,3 +21,9 @@ split = None
 # A custom loop's dataset iteration has been split at least once: from then
 # on, random draws in traced functions look at state.split (randomness.py).
 custom_split_seen = False
+
+# tf.Variable float64 [N + 1]: the cuts of the work shares (shares.py, Note [Live shares]).
+share_cuts = None
+
+# tf.Variable float64 [2]: this rank's compute seconds and samples since the last rebalance.
+compute_stats = None

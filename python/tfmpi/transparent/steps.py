@@ -16,7 +16,7 @@ import sys
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import batch_check, batching, collectives, loops, naming, state
+from tfmpi.transparent import batch_check, batching, collectives, loops, naming, shares, state
 
 STEPS = ("train_step", "test_step", "predict_step")
 
@@ -117,6 +117,10 @@ def wrap_make_functions(cls, makers):
                 result = original(self, force)
                 if fresh and step_name == "train_step" and state.size > 1:
                     sync_model_state(self)
+                    if global_mode():  # Note [Live shares], shares.py
+                        object.__setattr__(self, made_attr,
+                                           shares.wrap_train_function(getattr(self, made_attr)))
+                        return getattr(self, made_attr)
                 return result if result is not None else getattr(self, made_attr)
 
             return make_function

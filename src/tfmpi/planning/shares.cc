@@ -25,17 +25,24 @@ std::vector<double> ShareFractions(const std::vector<double>& speeds) {
   return out;
 }
 
-std::vector<std::int64_t> SliceBounds(const std::vector<double>& fractions, std::int64_t batch) {
-  TFMPI_ENFORCE(!fractions.empty(), "slice bounds need at least one rank");
-  TFMPI_ENFORCE(batch >= 0, "negative batch size {}", batch);
-  std::vector<std::int64_t> bounds(fractions.size() + 1, 0);
-  double cumulative = 0;
+std::vector<double> Cuts(const std::vector<double>& fractions) {
+  TFMPI_ENFORCE(!fractions.empty(), "cuts need at least one rank");
+  std::vector<double> cuts(fractions.size() + 1, 0.0);
   for (std::size_t i = 0; i + 1 < fractions.size(); ++i) {
-    cumulative += std::max(0.0, fractions[i]);
-    const auto b = static_cast<std::int64_t>(std::llround(static_cast<double>(batch) * cumulative));
-    bounds[i + 1] = std::clamp(b, bounds[i], batch);
+    cuts[i + 1] = std::min(1.0, cuts[i] + std::max(0.0, fractions[i]));
   }
-  bounds.back() = batch;
+  cuts.back() = 1.0;
+  return cuts;
+}
+
+std::vector<std::int64_t> SliceBounds(const std::vector<double>& fractions, std::int64_t batch) {
+  TFMPI_ENFORCE(batch >= 0, "negative batch size {}", batch);
+  const std::vector<double> cuts = Cuts(fractions);
+  std::vector<std::int64_t> bounds(cuts.size(), 0);
+  // The formula the compiled step evaluates on the same cuts (Note [Work shares]).
+  for (std::size_t i = 0; i < cuts.size(); ++i) {
+    bounds[i] = static_cast<std::int64_t>(std::floor(static_cast<double>(batch) * cuts[i] + 0.5));
+  }
   return bounds;
 }
 

@@ -9,9 +9,13 @@
 // step takes: about max_i s_i * t_i, t_i the seconds rank i needs per sample.
 // That is smallest when s_i is proportional to the rank's speed 1 / t_i.
 // * Shares are kept as fractions f_i (sum 1), because batches vary in size
-//   (the ragged last batch): a batch of b samples is cut at the cumulative
-//   bounds round(b * (f_0 + ... + f_{i-1})), so the slices partition it in rank
-//   order for every b, and slice sizes differ from b * f_i by less than 1.
+//   (the ragged last batch): a batch of b samples is cut at
+//   floor(b * c_i + 0.5), c_i = f_0 + ... + f_{i-1} the cuts (c_0 = 0,
+//   c_N = 1 exactly), so the slices partition it in rank order for every b,
+//   and slice sizes differ from b * f_i by less than 1. Transparent mode keeps
+//   the cuts in a variable and evaluates the same formula inside the compiled
+//   step (python/tfmpi/transparent/shares.py): new shares are a new value of
+//   the variable, never a new trace.
 // * A rank of speed 0 (or too slow to matter) gets fraction 0 and computes
 //   nothing; it still takes part in every collective. Where every speed is 0
 //   or unknown, the shares are equal.
@@ -30,6 +34,9 @@ namespace tfmpi::planning {
 // Fractions proportional to `speeds` (samples per second; negative or
 // non-finite count as 0), summing to 1; equal when no speed is positive.
 std::vector<double> ShareFractions(const std::vector<double>& speeds);
+
+// The cuts c_0 = 0 <= c_1 <= ... <= c_N = 1 of `fractions` (negative ones count as 0).
+std::vector<double> Cuts(const std::vector<double>& fractions);
 
 // Slice bounds of a batch of `batch` samples: rank i takes
 // [bounds[i], bounds[i + 1]); bounds[0] = 0, bounds.back() = batch, non-decreasing.

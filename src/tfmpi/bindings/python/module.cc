@@ -11,6 +11,7 @@
 
 #include "tfmpi/bindings/python/handle.h"
 #include "tfmpi/bindings/python/keep_alive.h"
+#include "tfmpi/bindings/python/planning.h"
 #include "tfmpi/bindings/python/status_error.h"
 #include "tfmpi/engine/options.h"
 #include "tfmpi/runtime/global_engine.h"
@@ -122,6 +123,7 @@ py::dict Stats() {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "tfmpi engine bindings (use the tfmpi package, not this module)";
   RegisterStatusTranslator();
+  RegisterPlanning(m);
 
   py::class_<Handle, std::shared_ptr<Handle>>(m, "Handle")
       .def_property_readonly("name", &Handle::name)

@@ -1,6 +1,7 @@
 // Asynchronous TensorFlow kernels: each hands its tensors to the process-wide
 // engine and completes from the engine's callback (on the engine's thread).
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -205,12 +206,24 @@ class WorldOp : public ::tensorflow::OpKernel {
   }
 };
 
+class ClockOp : public ::tensorflow::OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    out->scalar<double>()() = std::chrono::duration<double>(now).count();
+  }
+};
+
 REGISTER_KERNEL_BUILDER(Name("TfmpiAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiAllgather").Device(::tensorflow::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiWorld").Device(::tensorflow::DEVICE_CPU), WorldOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiClock").Device(::tensorflow::DEVICE_CPU), ClockOp);
 
 }  // namespace
 }  // namespace tfmpi::tf

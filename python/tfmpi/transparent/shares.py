@@ -1,0 +1,209 @@
+"""Work shares: each rank's slice of every global batch follows its speed.
+
+Note [Live shares]
+Under global-batch semantics the split does not change the math (Note [Global
+batch], batching.py: the slice weights s_i / B make every update the
+1-process update), only how long a step takes, about max_i s_i * t_i. So
+slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
+- The cut points c_0 = 0 <= ... <= c_N = 1 live in a variable (float64); the
+  compiled step cuts a batch of b at floor(b * c_i + 0.5), the formula of the
+  C++ planner (src/tfmpi/planning/shares.h, Note [Work shares]). New shares
+  are a new value of the variable: no retrace, no recompile.
+- The first cuts come from the probes of `tfmpirun --placement aware`
+  (TFMPI_PROBE_SPEEDS, one relative speed per rank), else equal.
+- Each rank measures how long it waits in the gradient reduction of each
+  step (from its gradients being ready to the reduced ones being there; read
+  with tfmpi's clock op: tf.timestamp refuses to run under op determinism) and
+  adds it, with its slice size, to a variable. Its busy time is the wall time
+  of the steps minus that wait: the slowest rank waits least. Busy time, not a
+  timer around the forward and backward pass: a host held to part of a core by
+  a CPU quota computes a short step at full speed and is throttled later, in
+  whatever it does next, and only the wall time sees that.
+- Every `rebalance_steps` calls of the train function (and once early, after
+  the first calls; a call that traces is never measured), the ranks allgather
+  (busy seconds, samples) and feed them to the C++ Rebalancer (smoothing,
+  hysteresis). Every rank runs it on the same gathered numbers, so every rank
+  takes the same decision, and applies it before the same step.
+- Only fit's train function rebalances. Custom loops and evaluation use the
+  current cuts; per-rank batch mode splits nothing (documented in
+  docs/transparent.md).
+Only the gradient reduction's wait is subtracted: a collective inside the
+forward pass (synchronized BatchNorm, a loss normaliser reduced over the
+ranks) makes fast ranks wait for slow ones there too, which counts as busy
+time and hides part of the difference, so such models rebalance less than
+they could. Work that does not grow with the slice (Python, callbacks) counts
+for every rank alike and pulls the shares towards equal.
+"""
+
+import json
+import os
+import sys
+import time
+
+import tensorflow as tf
+
+from tfmpi import _core
+from tfmpi.tensorflow import ops as tops
+from tfmpi.transparent import naming, state
+
+_tracker = None
+
+
+def enabled():
+    return (state.size > 1 and state.options.batch_mode == "global"
+            and state.options.shares == "adaptive")
+
+
+def probe_speeds():
+    """The relative speeds tfmpirun --placement aware measured (TFMPI_PROBE_SPEEDS), or None."""
+    text = os.environ.get("TFMPI_PROBE_SPEEDS", "").strip()
+    if not text:
+        return None
+    try:
+        speeds = [float(x) for x in text.split(",")]
+    except ValueError:
+        speeds = []
+    if len(speeds) != state.size:
+        if state.rank == 0:
+            print(f"tfmpi: ignoring TFMPI_PROBE_SPEEDS={text!r}: expected {state.size} numbers "
+                  "(one per rank); starting from equal shares", file=sys.stderr)
+        return None
+    return speeds
+
+
+def initial_fractions():
+    speeds = probe_speeds()
+    return _core.share_fractions(speeds if speeds else [1.0] * state.size)
+
+
+def _variable(attr, make):
+    if getattr(state, attr) is None:
+        with tf.init_scope():
+            setattr(state, attr, make())
+    return getattr(state, attr)
+
+
+def cuts_variable():
+    return _variable("share_cuts", lambda: tf.Variable(
+        _core.share_cuts(initial_fractions()), trainable=False, dtype=tf.float64,
+        name="tfmpi_share_cuts"))
+
+
+def stats_variable():
+    """[compute seconds, samples] of this rank since the last rebalance."""
+    return _variable("compute_stats", lambda: tf.Variable(
+        [0.0, 0.0], trainable=False, dtype=tf.float64, name="tfmpi_compute_stats"))
+
+
+def slice_bounds(batch_size):
+    """(start, size) of this rank's slice of a batch of `batch_size`, from the cuts."""
+    cuts = tf.convert_to_tensor(cuts_variable())
+    b = tf.cast(batch_size, tf.float64)
+    lo = tf.cast(tf.floor(b * cuts[state.rank] + 0.5), batch_size.dtype)
+    hi = tf.cast(tf.floor(b * cuts[state.rank + 1] + 0.5), batch_size.dtype)
+    return lo, hi - lo
+
+
+def gradients_ready(grads):
+    """The time this rank's gradients are ready, in a traced training step
+    (None elsewhere): the start of its wait in the gradient reduction."""
+    if not enabled() or tf.executing_eagerly():
+        return None
+    stats_variable()
+    ready = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
+    with tf.control_dependencies(ready):
+        return tops.clock()
+
+
+def record_wait(ready_at, reduced, split):
+    """Add the seconds from `ready_at` to the reduced gradients being there
+    (this rank's wait for the others, and the transfer), and the slice size,
+    to the stats."""
+    if ready_at is None or split is None:
+        return
+    done = [g.values if isinstance(g, tf.IndexedSlices) else g for g in reduced if g is not None]
+    with tf.control_dependencies(done):
+        waited = tops.clock() - ready_at
+    stats_variable().assign_add(tf.stack([waited, tf.cast(split.size, tf.float64)]))
+
+
+class _Tracker:
+    """Counts train-function calls and rebalances on the same calls on every rank."""
+
+    def __init__(self):
+        opts = state.options
+        self.every = opts.rebalance_steps
+        self.first = min(4, self.every) if self.every else 0
+        self.calls = 0
+        self.window_start = time.perf_counter()
+        self.rebalancer = _core.Rebalancer(initial_fractions())
+        self.history = []
+
+    def after_call(self, traced):
+        self.calls += 1
+        if traced:  # a function's first call traces: its time says nothing about speed
+            self.reset()
+            return
+        if self.every and (self.calls == self.first or
+                           (self.calls > self.first and (self.calls - self.first) % self.every == 0)):
+            self.rebalance()
+
+    def reset(self):
+        stats_variable().assign([0.0, 0.0])
+        self.window_start = time.perf_counter()
+
+    def rebalance(self):
+        waited, samples = stats_variable().numpy()
+        wall = time.perf_counter() - self.window_start
+        busy = max(0.0, wall - waited)
+        mine = tf.constant([[busy, samples]], dtype=tf.float64)
+        gathered = tops.allgather(mine, name=naming.name("shares")).numpy()
+        self.reset()
+        batch = int(state.split.numpy()[2]) if state.split is not None else 0
+        seconds = [float(x) for x in gathered[:, 0]]
+        samples = [int(round(x)) for x in gathered[:, 1]]
+        if batch <= 0:
+            return
+        changed = self.rebalancer.observe(seconds, samples, batch)
+        if changed:
+            cuts_variable().assign(_core.share_cuts(self.rebalancer.fractions))
+        self.history.append({"call": self.calls, "wall": wall, "busy": seconds, "samples": samples,
+                             "changed": bool(changed),
+                             "fractions": list(self.rebalancer.fractions)})
+        if changed and state.rank == 0 and os.environ.get("TFMPI_SHARES_VERBOSE"):
+            sizes = _core.slice_sizes(self.rebalancer.fractions, batch)
+            print(f"tfmpi: step {self.calls}: new slice sizes {sizes} of {batch}", file=sys.stderr)
+
+
+def tracker():
+    global _tracker
+    if _tracker is None:
+        _tracker = _Tracker()
+        path = os.environ.get("TFMPI_SHARES_LOG")
+        if path and state.rank == 0:
+            import atexit
+            atexit.register(_write_log, path)
+    return _tracker
+
+
+def _write_log(path):
+    with open(path, "w") as f:
+        json.dump({"size": state.size, "rebalance_steps": state.options.rebalance_steps,
+                   "initial": list(initial_fractions()), "history": _tracker.history}, f)
+
+
+def wrap_train_function(function):
+    """fit's train function, followed by the rebalancing bookkeeping."""
+    if not enabled() or function is None or getattr(function, "_tfmpi_shares", False):
+        return function
+    t = tracker()
+    calls = [0]
+
+    def train_function(*args, **kwargs):
+        logs = function(*args, **kwargs)
+        calls[0] += 1
+        t.after_call(traced=calls[0] == 1)
+        return logs
+
+    train_function._tfmpi_shares = True
+    return train_function

@@ -1,0 +1,39 @@
+// Python bindings of the work-share planner (planning/shares.h), used by
+// transparent mode's live rebalancing (python/tfmpi/transparent/shares.py).
+// The planner decides; Python only measures and applies the result.
+#include "tfmpi/bindings/python/planning.h"
+
+#include <pybind11/stl.h>
+
+#include "tfmpi/planning/shares.h"
+
+namespace py = pybind11;
+
+namespace tfmpi::bindings {
+
+void RegisterPlanning(py::module_& m) {
+  using planning::RebalanceOptions;
+  using planning::Rebalancer;
+  m.def("share_fractions", &planning::ShareFractions, py::arg("speeds"),
+        "Fractions proportional to `speeds`, summing to 1 (equal when no speed is positive).");
+  m.def("share_cuts", &planning::Cuts, py::arg("fractions"),
+        "The cuts 0 = c_0 <= ... <= c_N = 1 of `fractions`.");
+  m.def("slice_sizes", &planning::SliceSizes, py::arg("fractions"), py::arg("batch"),
+        "Each rank's slice size of a batch of `batch` samples.");
+  py::class_<Rebalancer>(m, "Rebalancer")
+      .def(py::init([](std::vector<double> fractions, double smoothing, double min_gain) {
+             RebalanceOptions options;
+             options.smoothing = smoothing;
+             options.min_gain = min_gain;
+             return Rebalancer(std::move(fractions), options);
+           }),
+           py::arg("fractions"), py::arg("smoothing") = RebalanceOptions{}.smoothing,
+           py::arg("min_gain") = RebalanceOptions{}.min_gain)
+      .def("observe", &Rebalancer::Observe, py::arg("seconds"), py::arg("samples"), py::arg("batch"),
+           "Take each rank's compute seconds and samples since the last call; True when the "
+           "shares changed.")
+      .def_property_readonly("fractions", &Rebalancer::fractions)
+      .def_property_readonly("seconds_per_sample", &Rebalancer::seconds_per_sample);
+}
+
+}  // namespace tfmpi::bindings
