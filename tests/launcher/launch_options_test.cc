@@ -168,3 +168,33 @@ TEST(LaunchOptions, ArgvEntryPointSkipsProgramName) {
 
 }  // namespace
 }  // namespace tfmpi::launcher
+
+namespace tfmpi::launcher {
+namespace {
+
+TEST(LaunchOptions, PlacementDefaultsAndAware) {
+  const LaunchOptions plain = Ok({"-np", "2", "python", "t.py"});
+  EXPECT_EQ(plain.placement, "default");
+  EXPECT_DOUBLE_EQ(plain.probe_timeout, 20);
+  const LaunchOptions aware = Ok({"-np", "2", "--hostfile", "pool", "--placement", "aware", "--probe-json",
+                                  "p.json", "--probe-timeout", "5", "python", "t.py"});
+  EXPECT_EQ(aware.placement, "aware");
+  EXPECT_EQ(aware.probe_json, "p.json");
+  EXPECT_DOUBLE_EQ(aware.probe_timeout, 5);
+  EXPECT_EQ(Ok({"-np", "2", "-H", "a:2", "--placement=aware", "python", "t.py"}).placement, "aware");
+}
+
+TEST(LaunchOptions, PlacementUsageErrors) {
+  EXPECT_NE(Exit({"-np", "2", "--placement", "aware", "python", "t.py"}).message.find("needs a pool"),
+            std::string::npos);
+  EXPECT_EQ(Exit({"-np", "2", "--placement", "best", "python", "t.py"}).exit_code, 2);
+  EXPECT_NE(Exit({"-np", "2", "--hostfile", "h", "--probe-json", "x", "python", "t.py"})
+                .message.find("go with --placement aware"),
+            std::string::npos);
+  EXPECT_EQ(Exit({"-np", "2", "-H", "a:2", "--placement", "aware", "--probe-timeout", "0", "python", "t.py"})
+                .exit_code,
+            2);
+}
+
+}  // namespace
+}  // namespace tfmpi::launcher

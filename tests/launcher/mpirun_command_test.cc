@@ -213,3 +213,23 @@ TEST(MpirunCommand, FormatCommandLineIsPasteable) {
 
 }  // namespace
 }  // namespace tfmpi::launcher
+
+namespace tfmpi::launcher {
+namespace {
+
+TEST(MpirunCommand, ProbeSpeedsReachTheRanks) {
+  LaunchOptions o = Options(2);
+  o.hosts = "a:1,b:1";
+  o.probe_speeds = "1.000,0.950";
+  const MpirunCommand open_mpi = BuildMpirunCommand(o, MpiFlavor::kOpenMpi, {}, 8, false);
+  EXPECT_EQ(EnvValue(open_mpi, "TFMPI_PROBE_SPEEDS"), "1.000,0.950");
+  EXPECT_TRUE(Has(open_mpi.argv, {"-x", "TFMPI_PROBE_SPEEDS"}));
+  EXPECT_TRUE(Has(open_mpi.argv, {"-H", "a:1,b:1"}));
+  const MpirunCommand mpich = BuildMpirunCommand(o, MpiFlavor::kMpich, {}, 8, false);
+  EXPECT_TRUE(Has(mpich.argv, {"-genv", "TFMPI_PROBE_SPEEDS", "1.000,0.950"}));
+  EXPECT_EQ(EnvValue(BuildMpirunCommand(Options(2), MpiFlavor::kOpenMpi, {}, 8, false), "TFMPI_PROBE_SPEEDS"),
+            "<unset>");
+}
+
+}  // namespace
+}  // namespace tfmpi::launcher

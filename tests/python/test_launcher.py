@@ -10,9 +10,10 @@ import pytest
 
 EVERY_OPTION = ["-np", "--num-proc", "-H", "--hosts", "--hostfile", "--verbose", "--output-filename",
                 "--tag-output", "--all-ranks-output", "--batch-mode", "--sync-batchnorm", "--seed",
-                "--mpirun", "--mpi-flavor", "--mpi-args", "--dry-run", "--help", "--version"]
+                "--mpirun", "--mpi-flavor", "--mpi-args", "--dry-run", "--help", "--version",
+                "--placement", "--probe-json", "--probe-timeout"]
 EVERY_VARIABLE = ["TFMPI_TRANSPARENT", "PYTHONPATH", "TFMPI_SEED", "TFMPI_BATCH_MODE",
-                  "TFMPI_SYNC_BATCHNORM", "TFMPI_ALL_RANKS_OUTPUT"]
+                  "TFMPI_SYNC_BATCHNORM", "TFMPI_ALL_RANKS_OUTPUT", "TFMPI_PROBE_SPEEDS"]
 PYTHON = sys.executable
 
 

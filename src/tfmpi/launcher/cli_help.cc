@@ -22,6 +22,8 @@ constexpr const char* kFooter = R"(Environment set for every rank (forwarded wit
   TFMPI_BATCH_MODE          --batch-mode
   TFMPI_SYNC_BATCHNORM=1    --sync-batchnorm
   TFMPI_ALL_RANKS_OUTPUT=1  --all-ranks-output, --output-filename
+  TFMPI_PROBE_SPEEDS        --placement aware: each rank's probed speed relative to the
+                            fastest chosen rank, comma-separated in rank order
 The rest of the environment reaches every rank on every host too, as on the launching host
 (a remote shell would start the ranks with a clean one): every variable except those that
 describe this host or session (HOSTNAME, PWD, SHLVL, TMPDIR, SSH_*, DISPLAY, GPU visibility
@@ -32,6 +34,15 @@ HYDRA_*, SLURM_*, PBS_*, LSB_*, ...), which each rank gets from its own launcher
 Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own thread pools),
 --allow-run-as-root when run as root, --oversubscribe when N exceeds the local cores and no
 hosts are given.
+
+Host pools: --hostfile and -H are checked before anything starts: malformed lines (named
+by file:line), hosts listed twice, slots < 1, and -np above the pool's slots (unless
+--mpi-args has --oversubscribe) are errors. --placement aware probes every host of the
+pool at once through mpirun (tfmpi-probe: cores, cgroup CPU quota, load, memory, GPUs, a
+0.5 s compute benchmark, then MPI latency and bandwidth from the first host), leaves out
+hosts that do not answer within --probe-timeout, prints a table of hosts, measurements,
+scores and the decision on stderr, and runs mpirun with -H on the best N slots only
+(ranks fill the chosen hosts slot by slot, in pool order). See docs/placement.md.
 
 COMMAND: must be found on PATH (or be a path to an executable); a name is run by the path it
 has here (Open MPI puts its own bin folder first on the ranks' PATH, where a bare `python`
@@ -46,6 +57,7 @@ Exit status: mpirun's; 2 for a usage error; 127 when mpirun or COMMAND is not fo
 Examples:
   tfmpirun -np 4 python train.py --epochs 10
   tfmpirun -np 8 -H node1:4,node2:4 --batch-mode per-rank python train.py
+  tfmpirun -np 4 --hostfile pool --placement aware --probe-json probe.json python train.py
   tfmpirun -np 2 --dry-run -- python -m mypackage.train)";
 
 class Formatter : public CLI::Formatter {

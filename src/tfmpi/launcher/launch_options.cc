@@ -36,9 +36,21 @@ std::unique_ptr<CLI::App> MakeApp(LaunchOptions* o, RawOptions* raw) {
                                 "Hosts and their slots, e.g. node1:4,node2:4\n(Open MPI -H, MPICH -hosts)")
                     ->option_text("HOST:SLOTS,...")->group(placement);
   app->add_option("--hostfile", o->hostfile,
-                  "Host file, passed to mpirun as is: Open MPI --hostfile\n"
-                  "(lines 'host slots=N'), MPICH -f (lines 'host:N')")
+                  "Host file, checked, then passed to mpirun as is: Open MPI\n"
+                  "--hostfile (lines 'host slots=N'), MPICH -f (lines 'host:N')")
       ->option_text("FILE")->excludes(hosts)->group(placement);
+  const char* aware = "Choosing hosts";
+  app->add_option("--placement", o->placement,
+                  "default: MPI's own mapping over the given hosts. aware:\n"
+                  "probe every host (speed, quota, load, memory, GPUs, links),\n"
+                  "run on the best N slots only, print the table and the\n"
+                  "decision, set TFMPI_PROBE_SPEEDS (docs/placement.md)")
+      ->option_text("default|aware")->check(CLI::IsMember({"default", "aware"}))->group(aware);
+  app->add_option("--probe-json", o->probe_json, "With --placement aware: also write the probes and\nthe decision as JSON to FILE")
+      ->option_text("FILE")->group(aware);
+  app->add_option("--probe-timeout", o->probe_timeout,
+                  "With --placement aware: a host whose probe takes longer\nis left out (default 20)")
+      ->option_text("SECONDS")->check(CLI::Range(1.0, 3600.0))->group(aware);
 
   const char* training = "Training (sets TFMPI_* for every rank)";
   app->add_option("--batch-mode", o->batch_mode,
@@ -160,6 +172,14 @@ ParseResult ParseArgs(const std::vector<std::string>& args_in) {
   if (o.command.empty()) {
     return fail(fmt::format("no COMMAND given: what should each rank run? e.g. "
                             "tfmpirun -np {} python train.py\n{}", o.num_proc, kSeeHelp));
+  }
+  const bool aware = o.placement == "aware";
+  if (aware && o.hosts.empty() && o.hostfile.empty()) {
+    return fail(fmt::format("--placement aware needs a pool of hosts to choose from: "
+                            "--hostfile FILE or -H HOST:SLOTS,...\n{}", kSeeHelp));
+  }
+  if (!aware && (app->count("--probe-json") > 0 || app->count("--probe-timeout") > 0)) {
+    return fail(fmt::format("--probe-json and --probe-timeout go with --placement aware\n{}", kSeeHelp));
   }
   if (raw.seed >= 0) o.seed = static_cast<std::uint32_t>(raw.seed);
   if (!raw.mpi_flavor.empty()) o.mpi_flavor = ParseMpiFlavor(raw.mpi_flavor);

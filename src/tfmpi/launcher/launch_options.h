@@ -23,6 +23,10 @@ struct LaunchOptions {
   int num_proc = 0;                   // -np / -n / --num-proc
   std::string hosts;                  // -H / --hosts "host:slots,..."
   std::string hostfile;               // --hostfile FILE
+  std::string placement = "default";  // --placement default|aware (docs/placement.md)
+  std::string probe_json;             // --probe-json FILE (aware placement)
+  double probe_timeout = 20;          // --probe-timeout SECONDS (aware placement)
+  std::string probe_speeds;           // set by aware placement: TFMPI_PROBE_SPEEDS
   bool verbose = false;               // --verbose
   std::string output_filename;        // --output-filename DIR
   bool tag_output = false;            // --tag-output (also implied by --all-ranks-output)
@@ -48,7 +52,8 @@ struct ParseResult {
 };
 
 // Pure: parses argv (argv[0] is the program name) and checks what can be
-// checked without the file system: -np >= 1, a COMMAND, --mpi-args quoting.
+// checked without the file system: -np >= 1, a COMMAND, --mpi-args quoting,
+// a host pool for --placement aware.
 ParseResult ParseArgs(int argc, const char* const* argv);
 ParseResult ParseArgs(const std::vector<std::string>& args);  // args without argv[0]
 

@@ -9,13 +9,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tfmpi/launcher/aware_placement.h"
 #include "tfmpi/launcher/command_check.h"
+#include "tfmpi/launcher/hostfile.h"
 #include "tfmpi/launcher/launch_error.h"
 #include "tfmpi/launcher/launch_options.h"
 #include "tfmpi/launcher/local_cores.h"
@@ -56,6 +60,32 @@ std::optional<std::string> ResolveMpirun(const std::string& requested, const std
   return found;
 }
 
+// The pool from --hostfile or -H, validated (Note [Hostfile syntax]).
+std::optional<HostPool> ReadPool(const LaunchOptions& o, LaunchError* error) {
+  if (!o.hosts.empty()) return ParseHostList(o.hosts, error);
+  std::ifstream in(o.hostfile);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) {
+    *error = {kExitUsage, fmt::format("cannot read host file {}", o.hostfile)};
+    return std::nullopt;
+  }
+  return ParseHostfile(text.str(), o.hostfile, error);
+}
+
+bool AsksToOversubscribe(const std::vector<std::string>& mpi_args) {
+  for (const std::string& a : mpi_args) {
+    if (a == "--oversubscribe" || a == "-oversubscribe") return true;
+  }
+  return false;
+}
+
+// tfmpi-probe, installed next to this program.
+std::string ProbeProgram() {
+  std::error_code ec;
+  return (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "tfmpi-probe").string();
+}
+
 // The folder holding tfmpi's sitecustomize.py: --tfmpi-site-dir, else
 // <package>/_site next to the installed <package>/bin/tfmpirun.
 std::string ResolveSiteDir(const std::string& requested) {
@@ -88,6 +118,17 @@ int Main(int argc, char** argv) {
   const FileSystem fs = RealFileSystem();
 
   if (auto error = CheckLaunch(o, path_env, fs)) return Fail(*error);
+  std::optional<HostPool> pool;
+  LaunchError pool_error;
+  if (!o.hosts.empty() || !o.hostfile.empty()) {
+    pool = ReadPool(o, &pool_error);
+    if (!pool) return Fail(pool_error);
+    // Aware placement checks -np against the usable slots once it has probed.
+    const std::string what = o.hosts.empty() ? o.hostfile : "-H";
+    if (o.placement != "aware") {
+      if (auto e = CheckPoolSize(*pool, o.num_proc, AsksToOversubscribe(o.mpi_args), what)) return Fail(*e);
+    }
+  }
   // Open MPI started by its full path puts its own bin folder first on the
   // ranks' PATH, so a bare `python` there can be another interpreter (the
   // system one, not the user's virtualenv / pyenv one). The command runs by the
@@ -117,6 +158,18 @@ int Main(int argc, char** argv) {
     seed_source = "picked for this launch";
   }
   o.site_dir = ResolveSiteDir(o.site_dir);
+  if (o.placement == "aware") {
+    ProbeSetup setup{o.mpirun, *o.mpi_flavor, ::geteuid() == 0, o.mpi_args, ProbeProgram()};
+    if (!fs.is_executable(setup.probe_program)) {
+      return Fail({kExitNotFound, fmt::format("--placement aware: the probe program {} is missing; "
+                                              "reinstall tfmpi", setup.probe_program)});
+    }
+    const auto placement = PlaceAware(*pool, o.num_proc, setup, o.probe_timeout, o.probe_json, &error);
+    if (!placement) return Fail(error);
+    o.hostfile.clear();
+    o.hosts = placement->hosts;
+    o.probe_speeds = placement->probe_speeds;
+  }
 
   const MpirunCommand cmd = BuildMpirunCommand(o, *o.mpi_flavor, env, CountLocalCores(), ::geteuid() == 0);
   const std::string line = FormatCommandLine(cmd);

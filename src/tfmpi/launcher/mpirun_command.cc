@@ -26,6 +26,7 @@ std::vector<std::pair<std::string, std::string>> VariablesToSet(const LaunchOpti
   if (o.seed) vars.emplace_back("TFMPI_SEED", std::to_string(*o.seed));
   if (!o.batch_mode.empty()) vars.emplace_back("TFMPI_BATCH_MODE", o.batch_mode);
   if (o.sync_batchnorm) vars.emplace_back("TFMPI_SYNC_BATCHNORM", "1");
+  if (!o.probe_speeds.empty()) vars.emplace_back("TFMPI_PROBE_SPEEDS", o.probe_speeds);
   if (o.all_ranks_output || !o.output_filename.empty()) {
     vars.emplace_back("TFMPI_ALL_RANKS_OUTPUT", "1");
   }
