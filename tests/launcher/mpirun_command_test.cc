@@ -211,6 +211,33 @@ TEST(MpirunCommand, FormatCommandLineIsPasteable) {
   EXPECT_NE(line.find("python -c 'print('\\''hi there'\\'')'"), std::string::npos) << line;
 }
 
+// Note [Losing a host]: the keepalive follows TFMPI_PEER_TIMEOUT_SECONDS.
+TEST(MpirunCommand, OpenMpiKeepaliveFollowsThePeerTimeout) {
+  const Words defaults = {"--mca", "oob_tcp_keepalive_time", "1", "--mca",
+                          "oob_tcp_keepalive_intvl", "1", "--mca", "oob_tcp_keepalive_probes", "27"};
+  EXPECT_TRUE(Has(BuildMpirunCommand(Options(2), MpiFlavor::kOpenMpi, {}, 8, false).argv, defaults));
+  const MpirunCommand twenty = BuildMpirunCommand(
+      Options(2), MpiFlavor::kOpenMpi, {{"TFMPI_PEER_TIMEOUT_SECONDS", "20"}}, 8, false);
+  EXPECT_TRUE(Has(twenty.argv, {"oob_tcp_keepalive_probes", "12"}));
+  EXPECT_EQ(KeepaliveArgs({{"TFMPI_PEER_TIMEOUT_SECONDS", "junk"}}), KeepaliveArgs({}));
+  EXPECT_EQ(KeepaliveArgs({{"TFMPI_PEER_TIMEOUT_SECONDS", "1"}})[8], "2");
+}
+
+TEST(MpirunCommand, NoKeepaliveWhenOffForMpichOrSetByTheUser) {
+  auto mentions = [](const Words& argv) {
+    return std::any_of(argv.begin(), argv.end(), [](const std::string& w) {
+      return w.find("oob_tcp_keepalive") != std::string::npos;
+    });
+  };
+  EXPECT_FALSE(mentions(BuildMpirunCommand(Options(2), MpiFlavor::kOpenMpi,
+                                           {{"TFMPI_PEER_TIMEOUT_SECONDS", "0"}}, 8, false).argv));
+  EXPECT_FALSE(mentions(BuildMpirunCommand(Options(2), MpiFlavor::kMpich, {}, 8, false).argv));
+  LaunchOptions own = Options(2);
+  own.mpi_args = {"--mca", "oob_tcp_keepalive_time", "30"};
+  const Words argv = BuildMpirunCommand(own, MpiFlavor::kOpenMpi, {}, 8, false).argv;
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), std::string("oob_tcp_keepalive_time")), 1);
+}
+
 }  // namespace
 }  // namespace tfmpi::launcher
 

@@ -2,9 +2,12 @@
 and mpirun). Runs in one process; every launch has a timeout."""
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -175,3 +178,63 @@ def test_shim_reports_a_missing_binary(monkeypatch, capsys):
     monkeypatch.setattr(launcher, "launcher_path", lambda: "/nonexistent/bin/tfmpirun")
     assert launcher.main() == 127
     assert "launcher binary is missing" in capsys.readouterr().err
+
+
+# Note [Stopping the job] (launcher/escalation.h) and Note [Lost peers]
+# (planning/liveness.h) on one host; tests/cluster/test_lost_host.py does it across hosts.
+FOREVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "allreduce_forever.py")
+
+
+def _start_forever(env=None):
+    """tfmpirun -np 2 training forever; returns (process, {rank: pid}) once both train."""
+    full_env = dict(os.environ, TFMPI_ALL_RANKS_OUTPUT="1", **(env or {}))
+    proc = subprocess.Popen([shutil.which("tfmpirun"), "-np", "2", PYTHON, FOREVER],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=full_env, start_new_session=True)
+    ranks, text, deadline = {}, "", time.monotonic() + 90
+    for line in proc.stdout:  # two ranks' lines may share one line of mpirun's output
+        text += line
+        ranks = {int(r): int(p) for r, p in re.findall(r"rank (\d+) pid (\d+) host", text)}
+        if len(ranks) == 2 or time.monotonic() > deadline:
+            break
+    assert len(ranks) == 2, text
+    return proc, ranks
+
+
+def _finish(proc, timeout):
+    """(seconds until exit, output); kills the job and fails after `timeout`."""
+    start = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=10)
+        raise AssertionError(f"tfmpirun still ran {timeout} s later:\n{out}")
+    return time.monotonic() - start, out
+
+
+def _assert_gone(pids, timeout):
+    deadline = time.monotonic() + timeout
+    while any(os.path.exists(f"/proc/{p}") for p in pids):
+        assert time.monotonic() < deadline, f"ranks {pids} still run {timeout} s later"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_ends_the_whole_job_within_10s(signame):
+    proc, ranks = _start_forever()
+    os.kill(proc.pid, getattr(signal, signame))
+    took, out = _finish(proc, 15)
+    assert took < 10, out
+    assert proc.returncode != 0, out
+    _assert_gone(list(ranks.values()), 10 - took)
+
+
+def test_a_frozen_rank_ends_the_job_naming_it():
+    proc, ranks = _start_forever({"TFMPI_PEER_TIMEOUT_SECONDS": "4"})
+    os.kill(ranks[1], signal.SIGSTOP)
+    took, out = _finish(proc, 60)
+    assert proc.returncode != 0, out
+    assert "lost contact with rank 1 on host" in out, out
+    assert "no reply from rank 1 on host" in out, out  # the warning at half the timeout
+    _assert_gone(list(ranks.values()), 10)

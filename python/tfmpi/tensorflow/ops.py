@@ -60,11 +60,6 @@ def allgather(tensor, name=None):
     return _lib.tfmpi_allgather(tensor, tensor_name=name)
 
 
-def clock():
-    """float64 seconds on a monotonic clock; unlike tf.timestamp, allowed under op determinism."""
-    return _lib.tfmpi_clock()
-
-
 def world():
     """int32 tensor [rank, size, local_rank, local_size]."""
     return _lib.tfmpi_world()

@@ -43,11 +43,8 @@ def reduced_gradients(opt, grads, variables):
     """The global gradient for `variables` (broadcasting them first on the
     optimizer's first update)."""
     _sync_before_first_update(opt, variables)
-    split = batching.traced_split()
-    ready_at = shares.gradients_ready(grads) if split is not None else None
-    reduced = collectives.reduce_gradients(grads, batching.weight_variable())
-    shares.record_wait(ready_at, reduced, split)
-    return reduced
+    shares.record_samples(batching.traced_split())
+    return collectives.reduce_gradients(grads, batching.weight_variable())
 
 
 def wrap_apply(original):

@@ -11,14 +11,13 @@ slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
   are a new value of the variable: no retrace, no recompile.
 - The first cuts come from the probes of `tfmpirun --placement aware`
   (TFMPI_PROBE_SPEEDS, one relative speed per rank), else equal.
-- Each rank measures how long it waits in the gradient reduction of each
-  step (from its gradients being ready to the reduced ones being there; read
-  with tfmpi's clock op: tf.timestamp refuses to run under op determinism) and
-  adds it, with its slice size, to a variable. Its busy time is the wall time
-  of the steps minus that wait: the slowest rank waits least. Busy time, not a
-  timer around the forward and backward pass: a host held to part of a core by
-  a CPU quota computes a short step at full speed and is throttled later, in
-  whatever it does next, and only the wall time sees that.
+- Each rank counts the samples it computes (a variable the step adds its
+  slice size to) and its busy time: the wall time of the steps minus the time
+  it spent inside collectives (Note [Time in collectives],
+  src/tfmpi/runtime/collective_clock.h), where it waits for the others. The
+  slowest rank waits least. Wall time, not a timer around the forward and
+  backward pass: a host held to part of a core by a CPU quota computes a short
+  step at full speed and is throttled later, in whatever it does next.
 - Every `rebalance_steps` calls of the train function (and once early, after
   the first calls; a call that traces is never measured), the ranks allgather
   (busy seconds, samples) and feed them to the C++ Rebalancer (smoothing,
@@ -27,12 +26,8 @@ slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
 - Only fit's train function rebalances. Custom loops and evaluation use the
   current cuts; per-rank batch mode splits nothing (documented in
   docs/transparent.md).
-Only the gradient reduction's wait is subtracted: a collective inside the
-forward pass (synchronized BatchNorm, a loss normaliser reduced over the
-ranks) makes fast ranks wait for slow ones there too, which counts as busy
-time and hides part of the difference, so such models rebalance less than
-they could. Work that does not grow with the slice (Python, callbacks) counts
-for every rank alike and pulls the shares towards equal.
+Work that does not grow with the slice (Python, callbacks) counts for every
+rank alike and pulls the shares towards equal.
 """
 
 import json
@@ -89,10 +84,10 @@ def cuts_variable():
         name="tfmpi_share_cuts"))
 
 
-def stats_variable():
-    """[compute seconds, samples] of this rank since the last rebalance."""
-    return _variable("compute_stats", lambda: tf.Variable(
-        [0.0, 0.0], trainable=False, dtype=tf.float64, name="tfmpi_compute_stats"))
+def samples_variable():
+    """The samples this rank computed since the last rebalance."""
+    return _variable("samples_done", lambda: tf.Variable(
+        0.0, trainable=False, dtype=tf.float64, name="tfmpi_samples_done"))
 
 
 def slice_bounds(batch_size):
@@ -104,27 +99,11 @@ def slice_bounds(batch_size):
     return lo, hi - lo
 
 
-def gradients_ready(grads):
-    """The time this rank's gradients are ready, in a traced training step
-    (None elsewhere): the start of its wait in the gradient reduction."""
-    if not enabled() or tf.executing_eagerly():
-        return None
-    stats_variable()
-    ready = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
-    with tf.control_dependencies(ready):
-        return tops.clock()
-
-
-def record_wait(ready_at, reduced, split):
-    """Add the seconds from `ready_at` to the reduced gradients being there
-    (this rank's wait for the others, and the transfer), and the slice size,
-    to the stats."""
-    if ready_at is None or split is None:
+def record_samples(split):
+    """Add this rank's slice size to samples_variable (in a traced training step)."""
+    if not enabled() or split is None or tf.executing_eagerly():
         return
-    done = [g.values if isinstance(g, tf.IndexedSlices) else g for g in reduced if g is not None]
-    with tf.control_dependencies(done):
-        waited = tops.clock() - ready_at
-    stats_variable().assign_add(tf.stack([waited, tf.cast(split.size, tf.float64)]))
+    samples_variable().assign_add(tf.cast(split.size, tf.float64))
 
 
 class _Tracker:
@@ -136,6 +115,7 @@ class _Tracker:
         self.first = min(4, self.every) if self.every else 0
         self.calls = 0
         self.window_start = time.perf_counter()
+        self.waited_before = _core.collective_seconds()
         self.rebalancer = _core.Rebalancer(initial_fractions())
         self.history = []
 
@@ -149,13 +129,14 @@ class _Tracker:
             self.rebalance()
 
     def reset(self):
-        stats_variable().assign([0.0, 0.0])
+        samples_variable().assign(0.0)
         self.window_start = time.perf_counter()
+        self.waited_before = _core.collective_seconds()
 
     def rebalance(self):
-        waited, samples = stats_variable().numpy()
+        samples = samples_variable().numpy()
         wall = time.perf_counter() - self.window_start
-        busy = max(0.0, wall - waited)
+        busy = max(0.0, wall - (_core.collective_seconds() - self.waited_before))
         mine = tf.constant([[busy, samples]], dtype=tf.float64)
         gathered = tops.allgather(mine, name=naming.name("shares")).numpy()
         self.reset()

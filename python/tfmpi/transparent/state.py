@@ -25,5 +25,5 @@ custom_split_seen = False
 # tf.Variable float64 [N + 1]: the cuts of the work shares (shares.py, Note [Live shares]).
 share_cuts = None
 
-# tf.Variable float64 [2]: this rank's compute seconds and samples since the last rebalance.
-compute_stats = None
+# tf.Variable float64: the samples this rank computed since the last rebalance.
+samples_done = None

@@ -35,6 +35,13 @@ const ParamRegistry& EngineParams() {
        "naming the missing ranks. A rank that is only slow (nothing submitted that the "
        "others lack) never triggers it. 0 waits forever.",
        {}},
+      {"TFMPI_PEER_TIMEOUT_SECONDS", ParamType::kDouble, "45", 0, 86400, {},
+       "A rank that hears nothing from a neighbour rank for this long (it was killed, frozen "
+       "or cut off from the network) names it and host, fails its collectives and exits "
+       "within 5 s more; mpirun then ends the job. Half of it without a reply prints a "
+       "warning. tfmpirun also has Open MPI give up an unreachable host after 0.6 times this. "
+       "0 disables the heartbeats.",
+       {}},
       {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "2147483647", 1, 2147483647, {},
        "Largest element count in one MPI call; larger tensors are split into chunks.", {}},
       {"TFMPI_LOG_LEVEL", ParamType::kChoice, "warning", 0, 0,
@@ -54,6 +61,7 @@ Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out) {
   out->timeline_path = v["TFMPI_TIMELINE"].s;
   out->stall_warning_seconds = v["TFMPI_STALL_WARNING_SECONDS"].d;
   out->stall_timeout_seconds = v["TFMPI_STALL_TIMEOUT_SECONDS"].d;
+  out->peer_timeout_seconds = v["TFMPI_PEER_TIMEOUT_SECONDS"].d;
   out->max_message_elements = static_cast<std::size_t>(v["TFMPI_MAX_MESSAGE_ELEMENTS"].i);
   out->log_level = *ParseLogLevel(v["TFMPI_LOG_LEVEL"].s);
   return Status::Ok();

@@ -17,6 +17,7 @@ struct EngineOptions {
   std::string timeline_path;
   double stall_warning_seconds = 60;
   double stall_timeout_seconds = 10;  // Note [Deadlock]
+  double peer_timeout_seconds = 45;   // Note [Lost peers]
   std::size_t max_message_elements = 2147483647;
   LogLevel log_level = LogLevel::kWarning;
 };

@@ -11,9 +11,9 @@ namespace {
 
 constexpr const char* kDescription =
     "tfmpirun: run an unchanged TensorFlow/Keras training script data-parallel on N MPI ranks.\n"
-    "It checks COMMAND, then execs mpirun (Open MPI or MPICH, detected from `mpirun --version`)\n"
-    "with the environment that turns on tfmpi's transparent mode. Its exit status is mpirun's:\n"
-    "that of the first rank that failed.";
+    "It checks COMMAND, then runs mpirun (Open MPI or MPICH, detected from `mpirun --version`)\n"
+    "with the environment that turns on tfmpi's transparent mode, and waits for it. Its exit\n"
+    "status is mpirun's: that of the first rank that failed.";
 
 constexpr const char* kFooter = R"(Environment set for every rank (forwarded with -x by Open MPI, -genv by MPICH):
   TFMPI_TRANSPARENT=1       turns on transparent mode in each Python rank
@@ -33,7 +33,12 @@ HYDRA_*, SLURM_*, PBS_*, LSB_*, ...), which each rank gets from its own launcher
 
 Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own thread pools),
 --allow-run-as-root when run as root, --oversubscribe when N exceeds the local cores and no
-hosts are given.
+hosts are given; TCP keepalive between mpirun and its daemons (oob_tcp_keepalive_*: a host
+whose link is down is given up after 0.6 x TFMPI_PEER_TIMEOUT_SECONDS, default 45) unless
+--mpi-args sets it.
+
+Signals: SIGINT, SIGTERM and SIGHUP are passed on to mpirun; 5 s later (or on a second signal)
+mpirun and its process group get SIGKILL, so the job ends within 10 s even when a host is lost.
 
 Host pools: --hostfile and -H are checked before anything starts: malformed lines (named
 by file:line), hosts listed twice, slots < 1, and -np above the pool's slots (unless
@@ -52,7 +57,7 @@ refused: they stop Python from loading the start-up hook, so transparent mode ca
 A COMMAND that is not Python (e.g. a shell script that runs python) gets the same environment.
 Everything after COMMAND is passed to it untouched.
 
-Exit status: mpirun's; 2 for a usage error; 127 when mpirun or COMMAND is not found.
+Exit status: mpirun's (128 + N if it was killed by signal N); 2 for a usage error; 127 when mpirun or COMMAND is not found.
 
 Examples:
   tfmpirun -np 4 python train.py --epochs 10

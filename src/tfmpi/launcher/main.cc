@@ -1,4 +1,4 @@
-// tfmpirun: checks the launch, then execs mpirun. Everything that decides
+// tfmpirun: checks the launch, then runs mpirun and watches it. Everything that decides
 // something lives in the pure parts (launch_options, command_check,
 // mpirun_command); this file only reads the process's surroundings and acts.
 #include <fmt/format.h>
@@ -25,6 +25,7 @@
 #include "tfmpi/launcher/local_cores.h"
 #include "tfmpi/launcher/mpi_flavor.h"
 #include "tfmpi/launcher/mpirun_command.h"
+#include "tfmpi/launcher/supervisor.h"
 
 extern char** environ;
 
@@ -187,12 +188,10 @@ int Main(int argc, char** argv) {
     std::filesystem::create_directories(o.output_filename, ec);
   }
   for (const auto& [name, value] : cmd.env) ::setenv(name.c_str(), value.c_str(), 1);
-  std::vector<char*> exec_argv;
-  for (const std::string& word : cmd.argv) exec_argv.push_back(const_cast<char*>(word.c_str()));
-  exec_argv.push_back(nullptr);
-  std::fflush(nullptr);
-  ::execv(exec_argv[0], exec_argv.data());
-  return Fail({kExitNotFound, fmt::format("cannot run {}: {}", cmd.argv[0], std::strerror(errno))});
+  std::string start_error;
+  const int status = SuperviseMpirun(cmd.argv, &start_error);  // Note [Stopping the job]
+  if (status < 0) return Fail({kExitNotFound, start_error});
+  return status;
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "tfmpi/launcher/mpirun_command.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "tfmpi/launcher/shell_words.h"
@@ -37,7 +40,27 @@ void Append(std::vector<std::string>* argv, std::initializer_list<std::string> w
   argv->insert(argv->end(), words);
 }
 
+bool MentionsKeepalive(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a.find("oob_tcp_keepalive") != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
+
+std::vector<std::string> KeepaliveArgs(const Environment& env) {
+  double timeout = 45;
+  auto found = env.find("TFMPI_PEER_TIMEOUT_SECONDS");
+  if (found != env.end()) {
+    char* end = nullptr;
+    const double v = std::strtod(found->second.c_str(), &end);
+    if (end != found->second.c_str() && *end == '\0' && std::isfinite(v) && v >= 0) timeout = v;
+  }
+  if (timeout <= 0) return {};
+  const long probes = std::max(2L, std::lround(std::ceil(0.6 * timeout)));
+  return {"--mca", "oob_tcp_keepalive_time", "1", "--mca", "oob_tcp_keepalive_intvl", "1",
+          "--mca", "oob_tcp_keepalive_probes", std::to_string(probes)};
+}
 
 MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
                                  const Environment& env_in, int local_cores, bool is_root) {
@@ -65,6 +88,10 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
       Append(&argv, {"--mca", "mpi_yield_when_idle", "1"});
     }
     Append(&argv, {"--bind-to", "none", "--map-by", "slot"});
+    if (!MentionsKeepalive(o.mpi_args)) {  // Note [Losing a host]
+      const std::vector<std::string> keepalive = KeepaliveArgs(final_env);
+      argv.insert(argv.end(), keepalive.begin(), keepalive.end());
+    }
     if (o.tag_output) argv.push_back("--tag-output");
     if (!o.output_filename.empty()) Append(&argv, {"--output-filename", o.output_filename});
     for (const std::string& name : forwarded) Append(&argv, {"-x", name});

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "tfmpi/planning/shares.h"
+#include "tfmpi/runtime/collective_clock.h"
 
 namespace py = pybind11;
 
@@ -20,6 +21,8 @@ void RegisterPlanning(py::module_& m) {
         "The cuts 0 = c_0 <= ... <= c_N = 1 of `fractions`.");
   m.def("slice_sizes", &planning::SliceSizes, py::arg("fractions"), py::arg("batch"),
         "Each rank's slice size of a batch of `batch` samples.");
+  m.def("collective_seconds", &CollectiveSeconds,
+        "Seconds this process has spent in TensorFlow-op collectives (overlaps counted once).");
   py::class_<Rebalancer>(m, "Rebalancer")
       .def(py::init([](std::vector<double> fractions, double smoothing, double min_gain) {
              RebalanceOptions options;

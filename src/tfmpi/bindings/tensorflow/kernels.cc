@@ -1,7 +1,6 @@
 // Asynchronous TensorFlow kernels: each hands its tensors to the process-wide
 // engine and completes from the engine's callback (on the engine's thread).
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,6 +9,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tfmpi/bindings/tensorflow/tf_status.h"
+#include "tfmpi/runtime/collective_clock.h"
 #include "tfmpi/runtime/global_engine.h"
 
 namespace tfmpi::tf {
@@ -29,17 +29,22 @@ Shape ShapeOf(const Tensor& t) {
 
 void* DataOf(const Tensor& t) { return const_cast<char*>(t.tensor_data().data()); }
 
-// Completes an op after `pending` engine requests finished; keeps the first error.
+// Completes an op after `pending` engine requests finished; keeps the first
+// error. Its lifetime is the collective's time on the collective clock (Note
+// [Time in collectives]).
 class Countdown {
  public:
   Countdown(OpKernelContext* ctx, AsyncOpKernel::DoneCallback done, int pending)
-      : ctx_(ctx), done_(std::move(done)), pending_(pending) {}
+      : ctx_(ctx), done_(std::move(done)), pending_(pending) {
+    CollectiveStarted();
+  }
   void Finish(const Status& s) {
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       if (first_error_.ok()) first_error_ = s;
     }
     if (--pending_ == 0) {
+      CollectiveFinished();
       if (!first_error_.ok()) ctx_->SetStatus(ToTfStatus(first_error_));
       done_();
     }
@@ -206,24 +211,12 @@ class WorldOp : public ::tensorflow::OpKernel {
   }
 };
 
-class ClockOp : public ::tensorflow::OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
-    const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    out->scalar<double>()() = std::chrono::duration<double>(now).count();
-  }
-};
-
 REGISTER_KERNEL_BUILDER(Name("TfmpiAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiAllgather").Device(::tensorflow::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiWorld").Device(::tensorflow::DEVICE_CPU), WorldOp);
-REGISTER_KERNEL_BUILDER(Name("TfmpiClock").Device(::tensorflow::DEVICE_CPU), ClockOp);
 
 }  // namespace
 }  // namespace tfmpi::tf

@@ -75,13 +75,4 @@ REGISTER_OP("TfmpiWorld")
     .Output("rank_size: int32")
     .Doc("[rank, size, local_rank, local_size] of the running engine.");
 
-// Not tf.timestamp: that op refuses to run under op determinism, and the
-// work-share measurement (python/tfmpi/transparent/shares.py) must work there.
-// The time read never feeds the math, only which rank gets how many samples.
-REGISTER_OP("TfmpiClock")
-    .Output("seconds: double")
-    .SetIsStateful()
-    .SetShapeFn(::tensorflow::shape_inference::ScalarShape)
-    .Doc("Seconds on a monotonic clock (for durations within one process).");
-
 }  // namespace tfmpi::tf

@@ -54,7 +54,8 @@ constexpr std::chrono::microseconds kSpin{50};
 constexpr std::chrono::microseconds kFirstPause{20};
 constexpr std::chrono::microseconds kMaxPause{500};
 
-Status WaitWithBackoff(MPI_Request* request, const char* what) {
+// A lost peer (Note [Lost peers]) ends the wait with the watchdog's error.
+Status WaitWithBackoff(MPI_Request* request, const char* what, const PeerWatchdog* watchdog) {
   const auto spin_until = std::chrono::steady_clock::now() + kSpin;
   auto pause = kFirstPause;
   while (true) {
@@ -62,6 +63,7 @@ Status WaitWithBackoff(MPI_Request* request, const char* what) {
     TFMPI_RETURN_IF_ERROR(MpiStatus(MPI_Test(request, &done, MPI_STATUS_IGNORE), what));
     if (done) return Status::Ok();
     if (std::chrono::steady_clock::now() < spin_until) continue;
+    if (watchdog != nullptr) TFMPI_RETURN_IF_ERROR(watchdog->health());
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kMaxPause);
   }
@@ -75,6 +77,14 @@ Status MpiStatus(int rc, const char* what) {
   int len = 0;
   MPI_Error_string(rc, text, &len);
   return Status::Internal(fmt::format("{} failed: {}", what, std::string(text, len)));
+}
+
+Status DuplicateComm(MPI_Comm parent, const char* what, mpi::Comm* out, int* rank, int* size) {
+  TFMPI_RETURN_IF_ERROR(MpiStatus(MPI_Comm_dup(parent, out->out()), what));
+  MPI_Comm_set_errhandler(out->get(), MPI_ERRORS_RETURN);
+  MPI_Comm_rank(out->get(), rank);
+  MPI_Comm_size(out->get(), size);
+  return Status::Ok();
 }
 
 Status MpiEnvironment::Create(std::unique_ptr<MpiEnvironment>* out) {
@@ -119,10 +129,7 @@ Status MpiCommunicator::Create(MPI_Comm parent, const MpiOptions& options,
         "max_message_elements must be in [1, {}], got {}", INT_MAX, options.max_message_elements));
   std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
   c->options_ = options;
-  TFMPI_RETURN_IF_ERROR(MpiStatus(MPI_Comm_dup(parent, c->comm_.out()), "MPI_Comm_dup"));
-  MPI_Comm_set_errhandler(c->comm_.get(), MPI_ERRORS_RETURN);
-  MPI_Comm_rank(c->comm_.get(), &c->rank_);
-  MPI_Comm_size(c->comm_.get(), &c->size_);
+  TFMPI_RETURN_IF_ERROR(DuplicateComm(parent, "MPI_Comm_dup", &c->comm_, &c->rank_, &c->size_));
   TFMPI_RETURN_IF_ERROR(MpiStatus(MPI_Comm_split_type(c->comm_.get(), MPI_COMM_TYPE_SHARED,
                                                       c->rank_, MPI_INFO_NULL,
                                                       c->local_comm_.out()),
@@ -134,6 +141,16 @@ Status MpiCommunicator::Create(MPI_Comm parent, const MpiOptions& options,
   TFMPI_RETURN_IF_ERROR(MpiStatus(MPI_Type_commit(c->half_type_.ptr()), "MPI_Type_commit"));
   TFMPI_RETURN_IF_ERROR(CreateHalfOps<DataType::kFloat16>(c->f16_ops_));
   TFMPI_RETURN_IF_ERROR(CreateHalfOps<DataType::kBFloat16>(c->bf16_ops_));
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
+  if (options.watchdog.timeout_seconds > 0 && c->size_ > 1) {
+    if (thread_level == MPI_THREAD_MULTIPLE) {
+      TFMPI_RETURN_IF_ERROR(PeerWatchdog::Start(c->comm_.get(), options.watchdog, &c->watchdog_));
+    } else {
+      TFMPI_LOG_WARNING("MPI runs without MPI_THREAD_MULTIPLE: no heartbeats, so a rank that is "
+                        "killed, frozen or cut off is not detected (Note [Lost peers])");
+    }
+  }
   *out = std::move(c);
   return Status::Ok();
 }
@@ -242,7 +259,7 @@ Status MpiCommunicator::BitwiseAnd(std::uint64_t* words, std::size_t n) {
                                                  mpi::TypeOf<std::uint64_t>(), MPI_BAND,
                                                  comm_.get(), &request),
                                   "MPI_Iallreduce(negotiation)"));
-  return WaitWithBackoff(&request, "MPI_Test(negotiation)");
+  return WaitWithBackoff(&request, "MPI_Test(negotiation)", watchdog_.get());
 }
 
 Status MpiCommunicator::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {
@@ -291,6 +308,7 @@ Status MpiCommunicator::BroadcastFromRoot(std::string* data) {
 // mpirun then ends the job's other processes (an MPI process that exits
 // without MPI_Finalize aborts the job), so no rank hangs.
 void MpiCommunicator::Abandon() {
+  if (watchdog_) watchdog_->Abandon();
   comm_.release();
   local_comm_.release();
 }

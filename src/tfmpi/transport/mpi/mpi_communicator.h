@@ -10,6 +10,7 @@
 
 #include "tfmpi/transport/communicator.h"
 #include "tfmpi/transport/mpi/mpi_handles.h"
+#include "tfmpi/transport/mpi/peer_watchdog.h"
 
 namespace tfmpi {
 
@@ -18,6 +19,8 @@ struct MpiOptions {
   // MPI counts are int, so this is at most INT_MAX; tests lower it to
   // exercise the splitting.
   std::size_t max_message_elements = 2147483647;
+  // Heartbeats with the neighbours (Note [Lost peers], planning/liveness.h).
+  PeerWatchdogOptions watchdog;
 };
 
 // Owns MPI initialisation: initialises MPI (asking for MPI_THREAD_MULTIPLE)
@@ -71,9 +74,14 @@ class MpiCommunicator final : public Communicator {
   mpi::Datatype half_type_;      // 2 opaque bytes, for float16 and bfloat16
   mpi::Op f16_ops_[4];           // sum, min, max, product
   mpi::Op bf16_ops_[4];
+  std::unique_ptr<PeerWatchdog> watchdog_;  // null: not watching (size 1, off, thread level)
 };
 
 // "MPI_Allreduce failed: <MPI error string>" for a non-success MPI return code.
 Status MpiStatus(int rc, const char* what);
+
+// A private duplicate of `parent` whose errors are returned instead of ending
+// the process, with this process's rank and the size.
+Status DuplicateComm(MPI_Comm parent, const char* what, mpi::Comm* out, int* rank, int* size);
 
 }  // namespace tfmpi

@@ -47,6 +47,7 @@ class OwningMpiCommunicator final : public Communicator {
 CommunicatorFactory MakeMpiCommunicatorFactory(const EngineOptions& options) {
   MpiOptions mpi_options;
   mpi_options.max_message_elements = options.max_message_elements;
+  mpi_options.watchdog.timeout_seconds = options.peer_timeout_seconds;
   return [mpi_options](std::unique_ptr<Communicator>* out) -> Status {
     std::unique_ptr<MpiEnvironment> env;
     TFMPI_RETURN_IF_ERROR(MpiEnvironment::Create(&env));
