@@ -45,6 +45,9 @@ def launch(cluster, np_, out, args, placement=None, shares="adaptive", when_half
     if placement:
         cmd += ["--placement", placement]
     cmd += [sys.executable, JOB, out, str(args.steps), str(args.batch)]
+    for stale in (out, out + ".progress", out + ".shares"):  # from an earlier run in this --work
+        if os.path.exists(stale):
+            os.remove(stale)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -83,14 +86,6 @@ def solo_speed(cluster, host, args, work):
     return batch * (steps - 2) / (ends[-1] - ends[1])  # the first steps trace
 
 
-def recovery_steps(steps, changed_at, steady, within=1.15):
-    """Steps after the change until a 3-step median is within `within` of `steady`."""
-    for k in range(changed_at, len(steps) - 2):
-        if statistics.median(steps[k:k + 3]) <= within * steady:
-            return k - changed_at
-    return None
-
-
 def static_case(args, work):
     quotas = [FULL, 0.25 * FULL, FULL, 0.5 * FULL, FULL]
     with harness.EmulatedCluster(hosts=5, cpu_quota=quotas, slots=1) as cluster:
@@ -108,6 +103,7 @@ def static_case(args, work):
 
 
 def dynamic_case(args, work):
+    args = argparse.Namespace(**{**vars(args), "steps": args.dynamic_steps})
     runs = {}
     with harness.EmulatedCluster(hosts=4, cpu_quota=FULL, slots=1) as cluster:
         for shares in ("equal", "adaptive"):
@@ -148,7 +144,7 @@ def plot(static, dynamic, args, img):
     for ax, run, title in ((a, static["aware"], "aware placement (hosts 0, 2, 3, 4)"),
                            (b, dynamic["adaptive"], "host 1 loaded half-way")):
         log = run["shares"]
-        calls = [0] + [h["call"] for h in log["history"]] + [args.steps]
+        calls = [0] + [h["call"] for h in log["history"]] + [len(run["steps"])]
         fractions = [log["initial"]] + [h["fractions"] for h in log["history"]]
         fractions.append(fractions[-1])
         for r in range(log["size"]):
@@ -160,51 +156,88 @@ def plot(static, dynamic, args, img):
 
 
 def report(static, dynamic, args):
+    """The tables. Time to finish is the job's wall time (tfmpirun start to exit:
+    start-up, aware placement's probing, every step); the steady figures leave
+    out step 1, which traces and waits for the slowest host to import TensorFlow."""
     d, a = static["default"], static["aware"]
-    print(f"\n| static, {args.steps} steps of {args.batch} | time (s) | step (s) | vs default |")
-    print("|---|---|---|---|")
-    mean = lambda run: statistics.mean(run["steps"][1:])  # noqa: E731
-    print(f"| default placement, equal shares | {d['fit']:.1f} | {mean(d):.3f} | 1.00 |")
-    print(f"| aware placement, adaptive shares | {a['fit']:.1f} | {mean(a):.3f} | "
-          f"{a['fit'] / d['fit']:.2f} ({100 * (1 - a['fit'] / d['fit']):.0f}% less time) |")
-    print(f"| capacity bound of the aware hosts | {static['bound']:.1f} | "
-          f"{static['bound'] / args.steps:.3f} | aware run at {a['fit'] / static['bound']:.2f}x the bound |")
-    print(f"| capacity bound of the default hosts | {static['bound_default']:.1f} | "
-          f"{static['bound_default'] / args.steps:.3f} | |")
+    steady = lambda run: sum(run["steps"][1:])  # noqa: E731
+    bound = static["bound"] * (args.steps - 1) / args.steps
+    print(f"\n| static, {args.steps} steps of {args.batch} | job (s) | steps 2-{args.steps} (s) "
+          f"| mean step (s) | steps vs default |")
+    print("|---|---|---|---|---|")
+    print(f"| default placement, equal shares | {d['wall']:.1f} | {steady(d):.1f} | "
+          f"{steady(d) / (args.steps - 1):.3f} | 1.00 |")
+    print(f"| aware placement, adaptive shares | {a['wall']:.1f} | {steady(a):.1f} | "
+          f"{steady(a) / (args.steps - 1):.3f} | {steady(a) / steady(d):.2f} |")
+    print(f"| capacity bound of the aware hosts | | {bound:.1f} | {bound / (args.steps - 1):.3f} | "
+          f"{bound / steady(d):.2f} |")
+    print(f"\ntime to finish: {100 * (1 - a['wall'] / d['wall']):.0f}% less (job), "
+          f"{100 * (1 - steady(a) / steady(d)):.0f}% less (steps 2-{args.steps}); the aware run's "
+          f"steps took {steady(a) / bound:.2f}x the capacity bound")
     eq, ad = dynamic["equal"], dynamic["adaptive"]
-    half = lambda run: statistics.mean(run["steps"][run["changed_at"] + 1:])  # noqa: E731
     before = lambda run: statistics.mean(run["steps"][1:run["changed_at"]])  # noqa: E731
-    steady = statistics.median(ad["steps"][-max(5, args.steps // 5):])
-    rec = recovery_steps(ad["steps"], ad["changed_at"], steady)
-    rec = "never" if rec is None else f"{rec} steps"
-    print(f"\n| dynamic, host 1 loaded at step ~{ad['changed_at']} | time (s) | step before (s) "
-          f"| step after (s) |")
-    print("|---|---|---|---|")
-    print(f"| equal shares | {eq['fit']:.1f} | {before(eq):.3f} | {half(eq):.3f} |")
-    print(f"| adaptive shares | {ad['fit']:.1f} | {before(ad):.3f} | {half(ad):.3f} |")
-    print(f"\nadaptive: back within 15% of its new steady step time ({steady:.3f} s) "
-          f"{rec} after the load started")
-    print("aware placement printed:\n" + "\n".join(static["placement_output"][:40]))
+    n = len(ad["steps"])
+    load = ad["changed_at"]
+    tail = lambda run: statistics.median(run["steps"][-n // 4:])  # noqa: E731
+    print(f"\n| dynamic, {n} steps, host 1 loaded after step {load} | job (s) | mean step before (s) "
+          f"| median step after (s) | median step, last quarter (s) |")
+    print("|---|---|---|---|---|")
+    for name, run in (("equal shares", eq), ("adaptive shares", ad)):
+        after = statistics.median(run["steps"][load + 1:])
+        print(f"| {name} | {run['wall']:.1f} | {before(run):.3f} | {after:.3f} | {tail(run):.3f} |")
+    settled = tail(ad)
+    back = next((k for k in range(load, n - 4)
+                 if statistics.median(ad["steps"][k:k + 5]) <= 1.15 * settled), None)
+    moved = [h["call"] for h in ad["shares"]["history"] if h["call"] > load and h["changed"]]
+    print(f"\nadaptive: shares first moved at step {moved[0] if moved else '-'}; the 5-step median "
+          f"was within 15% of the last quarter's ({settled:.3f} s) from step {back} on, "
+          f"{'-' if back is None else back - load} steps after the load started")
+    print("\naware placement printed:\n" + "\n".join(
+        line for line in static["placement_output"] if not line.startswith(("WARNING", "I0000"))))
+
+
+def load_results(work):
+    saved = json.load(open(os.path.join(work, "results.json")))
+    static = dict(saved["static"], default=saved["runs"]["default"], aware=saved["runs"]["aware"])
+    dynamic = {s: saved["runs"][f"dynamic-{s}"] for s in ("equal", "adaptive")}
+    return static, dynamic
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--batch", type=int, default=1536)
+    p.add_argument("--dynamic-steps", type=int, default=80,
+                   help="steps of the dynamic case (the load starts half-way)")
     p.add_argument("--docs", default=os.path.join(HERE, "..", "..", "docs"))
     p.add_argument("--work", default=None, help="folder for the runs' files (default: a temp folder)")
+    p.add_argument("--only", choices=["dynamic"],
+                   help="run the dynamic case only, keeping the static one in <work>/results.json")
+    p.add_argument("--report-only", action="store_true",
+                   help="print the tables and draw the plots again from <work>/results.json")
     args = p.parse_args()
+    if args.report_only:
+        static, dynamic = load_results(args.work)
+        saved = json.load(open(os.path.join(args.work, "results.json"))).get("args", {})
+        args.steps, args.batch = saved.get("steps", args.steps), saved.get("batch", args.batch)
+        report(static, dynamic, args)
+        plot(static, dynamic, args, os.path.join(args.docs, "img"))
+        return
     reason = harness.unavailable_reason()
     if reason:
         raise SystemExit(f"bench: emulated cluster unavailable: {reason}")
     import tempfile
     work = args.work or tempfile.mkdtemp(prefix="tfmpi-unequal-")
     os.makedirs(work, exist_ok=True)
-    static = static_case(args, work)
+    if args.only == "dynamic":  # the static case from an earlier run in the same --work
+        static, _ = load_results(work)
+    else:
+        static = static_case(args, work)
     dynamic = dynamic_case(args, work)
     report(static, dynamic, args)
     plot(static, dynamic, args, os.path.join(args.docs, "img"))
-    json.dump({"static": {k: v for k, v in static.items() if k not in ("default", "aware")},
+    json.dump({"args": {"steps": args.steps, "batch": args.batch, "dynamic_steps": args.dynamic_steps},
+               "static": {k: v for k, v in static.items() if k not in ("default", "aware")},
                "runs": {n: {k: v for k, v in r.items() if k != "output"}
                         for n, r in [("default", static["default"]), ("aware", static["aware"]),
                                      *[(f"dynamic-{s}", r) for s, r in dynamic.items()]]}},

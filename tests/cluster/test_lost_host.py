@@ -21,7 +21,7 @@ import harness
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "python", "allreduce_forever.py")
 KERAS_SCRIPT = os.path.join(os.path.dirname(HERE), "python", "keras_forever.py")
-PEER_TIMEOUT = 20  # TFMPI_PEER_TIMEOUT_SECONDS for these runs (default 45)
+PEER_TIMEOUT = 15  # TFMPI_PEER_TIMEOUT_SECONDS for these runs (default 45)
 STOP_WITHIN = 10   # seconds from SIGTERM/SIGINT to tfmpirun's exit
 MARGIN = 15        # seconds for mpirun and the daemons to wind down on a shared 2-core machine
 
@@ -38,8 +38,9 @@ def cluster(request):
         yield c
 
 
-TWO_SLOTS_TOO = pytest.mark.parametrize("cluster", [1, 2], indirect=True,
-                                        ids=["1-slot-hosts", "2-slot-hosts"])
+# Two slots per host: a lost host takes a daemon with two ranks, and the
+# surviving host's daemon has a rank next to the one that reports the loss.
+TWO_SLOTS = pytest.mark.parametrize("cluster", [2], indirect=True, ids=["2-slot-hosts"])
 
 
 class Job:
@@ -122,7 +123,7 @@ def first_rank_on(cluster, host):
     return sum(cluster.slots[:host])  # slots fill the first host first
 
 
-@TWO_SLOTS_TOO
+@TWO_SLOTS
 def test_link_down_ends_the_job_naming_the_lost_host(cluster, tmp_path):
     job = Job(cluster, tmp_path)
     cluster.link_down(1)
@@ -154,7 +155,7 @@ def test_frozen_rank_ends_keras_training_with_an_error(cluster, tmp_path):
     assert_nothing_left(cluster, job, MARGIN)
 
 
-@TWO_SLOTS_TOO
+@TWO_SLOTS
 def test_frozen_rank_ends_the_job_naming_it(cluster, tmp_path):
     job = Job(cluster, tmp_path)
     frozen = first_rank_on(cluster, 1)
@@ -176,7 +177,9 @@ def test_killed_rank_ends_the_job_naming_it(cluster, tmp_path):
     assert_nothing_left(cluster, job, MARGIN)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+# SIGTERM while training, SIGINT while hung (tests/python/test_launcher.py sends
+# SIGTERM, SIGINT and SIGHUP to a job training on one host).
+@pytest.mark.parametrize("sig", [signal.SIGTERM], ids=["SIGTERM"])
 def test_signal_ends_a_training_job_within_10s(cluster, tmp_path, sig):
     job = Job(cluster, tmp_path)
     os.kill(job.proc.pid, sig)
@@ -186,7 +189,7 @@ def test_signal_ends_a_training_job_within_10s(cluster, tmp_path, sig):
     assert_nothing_left(cluster, job, STOP_WITHIN - took + 2)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", [signal.SIGINT], ids=["SIGINT"])
 def test_signal_ends_a_job_hung_on_a_lost_host_within_10s(cluster, tmp_path, sig):
     job = Job(cluster, tmp_path)
     cluster.link_down(1)

@@ -63,9 +63,12 @@ def test_ranks_know_their_host_and_get_the_launching_environment(two_hosts, tmp_
         assert s["cwd"] == os.getcwd(), s  # ranks start where tfmpirun ran, as mpirun does
 
 
-KINDS = {  # fidelity kinds across hosts: (script and arguments, environment)
+# Fidelity kinds across hosts: (script and arguments, environment). The kinds
+# whose behaviour depends on hosts: plain fit, files written and read back
+# without a shared filesystem, the environment choosing tf_keras. Every kind
+# runs on one host in tests/python/test_fidelity.py.
+KINDS = {
     "fit": (["train_fit.py"], {}),
-    "custom_loop": (["train_custom_loop.py"], {}),
     "save_then_load": (["train_save_load.py"], {}),
     "tf_keras_fit": (["train_fit.py"], {"TF_USE_LEGACY_KERAS": "1"}),
 }
