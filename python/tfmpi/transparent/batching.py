@@ -39,10 +39,7 @@ _local = threading.local()
 
 
 def _variable(attr, initial, dtype, name):
-    if getattr(state, attr) is None:
-        with tf.init_scope():
-            setattr(state, attr, tf.Variable(initial, trainable=False, dtype=dtype, name=name))
-    return getattr(state, attr)
+    return state.variable(attr, lambda: tf.Variable(initial, trainable=False, dtype=dtype, name=name))
 
 
 def weight_variable():

@@ -30,6 +30,7 @@ Work that does not grow with the slice (Python, callbacks) counts for every
 rank alike and pulls the shares towards equal.
 """
 
+import functools
 import json
 import os
 import sys
@@ -66,27 +67,22 @@ def probe_speeds():
     return speeds
 
 
+@functools.lru_cache(maxsize=None)
 def initial_fractions():
+    """The first shares (read and checked once: the variable, the rebalancer and the log use them)."""
     speeds = probe_speeds()
-    return _core.share_fractions(speeds if speeds else [1.0] * state.size)
-
-
-def _variable(attr, make):
-    if getattr(state, attr) is None:
-        with tf.init_scope():
-            setattr(state, attr, make())
-    return getattr(state, attr)
+    return tuple(_core.share_fractions(speeds if speeds else [1.0] * state.size))
 
 
 def cuts_variable():
-    return _variable("share_cuts", lambda: tf.Variable(
-        _core.share_cuts(initial_fractions()), trainable=False, dtype=tf.float64,
+    return state.variable("share_cuts", lambda: tf.Variable(
+        _core.share_cuts(list(initial_fractions())), trainable=False, dtype=tf.float64,
         name="tfmpi_share_cuts"))
 
 
 def samples_variable():
     """The samples this rank computed since the last rebalance."""
-    return _variable("samples_done", lambda: tf.Variable(
+    return state.variable("samples_done", lambda: tf.Variable(
         0.0, trainable=False, dtype=tf.float64, name="tfmpi_samples_done"))
 
 
@@ -116,7 +112,7 @@ class _Tracker:
         self.calls = 0
         self.window_start = time.perf_counter()
         self.waited_before = _core.collective_seconds()
-        self.rebalancer = _core.Rebalancer(initial_fractions())
+        self.rebalancer = _core.Rebalancer(list(initial_fractions()))
         self.history = []
 
     def after_call(self, traced):

@@ -1,5 +1,19 @@
 """Process-wide state of transparent mode."""
 
+
+def variable(attr, make):
+    """The tf.Variable held in <attr> below, made by make() on first use,
+    outside any function being traced. Not at import: creating a variable
+    initialises TensorFlow's runtime before the script can configure threads
+    or devices."""
+    if globals()[attr] is None:
+        import tensorflow as tf
+
+        with tf.init_scope():
+            globals()[attr] = make()
+    return globals()[attr]
+
+
 active = False
 rank = 0
 size = 1

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "tfmpi/launcher/escalation.h"
+
 namespace tfmpi::launcher {
 
 namespace {
@@ -87,7 +89,7 @@ std::vector<ChildResult> RunAllWithTimeout(const std::vector<std::vector<std::st
         if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
           c.exited = true;
           c.exited_at = now;
-          c.result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          c.result.exit_status = ExitStatusFor(status, 0);
           c.result.seconds = std::chrono::duration<double>(now - start).count();
         }
       }
