@@ -24,11 +24,15 @@ rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"
 x = np.random.default_rng(0).random((512, 4)).astype("float32")
 y = x.sum(1, keepdims=True)
 if cause == "nondeterministic":
-    def load(i):  # this host is slow on other records than the other host
-        m = tf.ones([256, 256])
-        slow = lambda: i + tf.cast(tf.reduce_sum(tf.matmul(tf.matmul(m, m), m)) * 0.0, tf.int64)
-        return tf.cond(tf.equal((i + rank) % 2, 1), slow, lambda: i)
-    index = tf.data.Dataset.range(512).map(load, num_parallel_calls=8, deterministic=False)
+    from tensorflow.python.data.experimental.ops import testing
+    even, odd = tf.data.Dataset.range(0, 512, 2), tf.data.Dataset.range(1, 512, 2)
+    if rank % 2:  # this host is slow on other records than the other host
+        even = even.apply(testing.sleep(20000))
+    else:
+        odd = odd.apply(testing.sleep(20000))
+    parts = tf.data.Dataset.from_tensors(even).concatenate(tf.data.Dataset.from_tensors(odd))
+    index = parts.interleave(lambda part: part, cycle_length=2, num_parallel_calls=2,
+                             deterministic=False)
     dataset = index.map(lambda i: (tf.gather(x, i), tf.gather(y, i))).batch(32)
 elif cause == "file_order":
     for k in range(4):  # four shards, the same files on every host
