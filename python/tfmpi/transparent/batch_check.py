@@ -93,23 +93,42 @@ def pass_started():
         v.assign([int(v[0]) + 1, 0])
 
 
-def graph_check(data):
-    """Inside a step Keras compiles: check the global batch `data` when due."""
+def graph_check(data, split=None):
+    """Inside a step Keras compiles: check the global batch `data` when due.
+    For a slice a sharded pipeline made (input_sharding.py), `split` is its
+    [lo, size, B, fingerprint of the undecoded global batch]: the
+    fingerprints are compared and the slices must partition the batch."""
     if not enabled():
         return
     loop = loops.innermost() or "step"
     counts = _counter(loop).assign_add([0, 1])
     epoch, step = counts[0], counts[1] - 1
+    where = _MARK + "[" + loop + ", " + ("epoch {}, step {}" if loop == "fit" else "pass {}, step {}")
 
     def compare():
-        gathered = tops.allgather(fingerprint(data), name=naming.name("batchcheck"))
+        if split is None:
+            gathered = tops.allgather(fingerprint(data), name=naming.name("batchcheck"))
+        else:
+            splits = tops.allgather(tf.reshape(split, [1, 4]), name=naming.name("batchcheck"))
+            gathered = splits[:, 3]
         same = tf.equal(gathered, gathered[0])
         bad = tf.reshape(tf.where(tf.logical_not(same)), [-1])
-        where = "epoch {}, step {}" if loop == "fit" else "pass {}, step {}"
-        message = tf.strings.format(
-            _MARK + "[" + loop + ", " + where + ": ranks {} drew a different batch from rank 0]",
-            (tf.maximum(epoch, 1), step + 1, bad), summarize=-1)
-        with tf.control_dependencies([tf.debugging.Assert(tf.reduce_all(same), [message])]):
+        message = tf.strings.format(where + ": ranks {} drew a different batch from rank 0]",
+                                    (tf.maximum(epoch, 1), step + 1, bad), summarize=-1)
+        checks = [tf.debugging.Assert(tf.reduce_all(same), [message])]
+        if split is not None:
+            ends = tf.cumsum(splits[:, 1])
+            starts = tf.concat([[0], ends[:-1]], 0)
+            partition = tf.logical_and(tf.reduce_all(tf.equal(splits[:, 0], starts)),
+                                       tf.equal(ends[-1], splits[0, 2]))
+            message = tf.strings.format(
+                where + ": the ranks' slices (starts {}, sizes {}) do not partition the batch of "
+                "{}: the ranks' sharded input pipelines cut it differently. This is a fault in "
+                "tfmpi; TFMPI_INPUT_SHARDING=off avoids it]",
+                (tf.maximum(epoch, 1), step + 1, splits[:, 0], splits[:, 1], splits[0, 2]),
+                summarize=-1)
+            checks.append(tf.debugging.Assert(partition, [message]))
+        with tf.control_dependencies(checks):
             return tf.constant(0)
 
     tf.cond(_due(step), compare, lambda: tf.constant(0))
@@ -121,16 +140,27 @@ class EagerCheck:
     def __init__(self):
         self.step = 0
 
-    def check(self, element):
+    def check(self, element, split=None):
+        """`split`: as for graph_check, for a slice of a sharded pipeline."""
         step, self.step = self.step, self.step + 1
         if not enabled() or not bool(_due(tf.constant(step, tf.int64))):
             return
-        gathered = tops.allgather(fingerprint(element), name=naming.name("batchcheck")).numpy()
+        where = f"tfmpi: in a custom loop's pass over its dataset, step {step + 1}"
+        if split is None:
+            gathered = tops.allgather(fingerprint(element), name=naming.name("batchcheck")).numpy()
+        else:
+            splits = tops.allgather(tf.reshape(split, [1, 4]), name=naming.name("batchcheck")).numpy()
+            gathered = splits[:, 3]
         bad = [r for r in range(len(gathered)) if gathered[r] != gathered[0]]
         if bad:
-            raise BatchMismatchError(
-                f"tfmpi: in a custom loop's pass over its dataset, step {step + 1}: ranks {bad} "
-                f"drew a different batch from rank 0. {CAUSES}")
+            raise BatchMismatchError(f"{where}: ranks {bad} drew a different batch from rank 0. {CAUSES}")
+        if split is not None:
+            starts, sizes = [int(x) for x in splits[:, 0]], [int(x) for x in splits[:, 1]]
+            if starts != [sum(sizes[:r]) for r in range(len(sizes))] or sum(sizes) != splits[0, 2]:
+                raise BatchMismatchError(
+                    f"{where}: the ranks' slices (starts {starts}, sizes {sizes}) do not partition "
+                    f"the batch of {splits[0, 2]}: the ranks' sharded input pipelines cut it "
+                    "differently. This is a fault in tfmpi; TFMPI_INPUT_SHARDING=off avoids it")
 
 
 def translate(error):
@@ -138,4 +168,5 @@ def translate(error):
     found = re.search(_MARK + r"\[(.*?)\]\]", str(error), re.S)
     if not found:
         return None
-    return BatchMismatchError(f"tfmpi: in {found.group(1)}. {CAUSES}")
+    what = found.group(1)
+    return BatchMismatchError(f"tfmpi: in {what}." + ("" if "fault in tfmpi" in what else f" {CAUSES}"))

@@ -14,6 +14,7 @@ class Options:
     allow_untested_versions: bool = False  # start even outside the tested version range
     shares: str = "adaptive"         # "adaptive": slices follow measured speeds; "equal": B // N each
     rebalance_steps: int = 10        # adaptive shares are revised every this many steps (0: never)
+    input_sharding: bool = True      # each rank decodes only its slices' samples (input_sharding.py)
 
 
 def _bool(name, default):
@@ -56,4 +57,5 @@ def load():
                    batch_check_interval=int(interval),
                    allow_untested_versions=_bool("TFMPI_ALLOW_UNTESTED_VERSIONS", False),
                    shares=shares,
-                   rebalance_steps=int(every))
+                   rebalance_steps=int(every),
+                   input_sharding=_bool("TFMPI_INPUT_SHARDING", True))

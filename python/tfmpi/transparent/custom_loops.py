@@ -2,6 +2,9 @@
 (`for x, y in dataset:`): each rank gets its slice of every batch (global
 batch mode) or whole batches dealt round-robin (per-rank mode, per_rank.py).
 
+A pipeline of the shape input_sharding.py rewrites is rewritten first, so
+each rank decodes only its slices (Note [Sharded input]).
+
 The split is recorded in variables (batching.py, Note [Split context]) when a
 batch is handed out, and cleared when the loop ends: when the iterator is
 exhausted, or dropped by a `break`.
@@ -9,7 +12,7 @@ exhausted, or dropped by a `break`.
 
 import tensorflow as tf
 
-from tfmpi.transparent import batch_check, batching, loops, state
+from tfmpi.transparent import batch_check, batching, input_sharding, loops, state
 
 _BATCHING = {"_BatchDataset", "_PaddedBatchDataset", "_ParallelBatchDataset",
              "_DenseToRaggedDataset", "_DenseToSparseBatchDataset", "_RebatchDataset",
@@ -52,8 +55,13 @@ class SlicingIterator:
         except StopIteration:
             self._end()
             raise
-        self._check.check(element)
-        local, split = batching.slice_batch(element)
+        sharded = input_sharding.unwrap(element)
+        if sharded is None:
+            self._check.check(element)
+            local, split = batching.slice_batch(element)
+        else:
+            local, split, given = sharded
+            self._check.check(local, given)
         if split is not None:
             state.custom_split_seen = True
             SlicingIterator._latest = self
@@ -88,7 +96,11 @@ def install():
                 or not is_batched(self)):
             return original_iter(self)
         if state.options.batch_mode == "global":
-            return SlicingIterator(original_iter(self))
+            sharded = input_sharding.shard(self)
+            if sharded is None:
+                return SlicingIterator(original_iter(self))
+            input_sharding.refresh_cuts()
+            return SlicingIterator(original_iter(sharded))
         from tfmpi.transparent import per_rank
 
         return original_iter(per_rank.deal_batches(self))

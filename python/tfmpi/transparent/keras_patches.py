@@ -5,7 +5,7 @@ from tfmpi.transparent import seeds, versions
 
 
 def install():
-    from tfmpi.transparent import (batchnorm, losses, metrics_patches, optimizer_patches,
+    from tfmpi.transparent import (batchnorm, input_sharding, losses, metrics_patches, optimizer_patches,
                                    per_rank, randomness, side_effects, trainer_patches)
 
     versions.check("keras")
@@ -17,4 +17,5 @@ def install():
     side_effects.install()
     batchnorm.install()
     per_rank.install()
+    input_sharding.install()
     randomness.install_keras()

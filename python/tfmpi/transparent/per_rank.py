@@ -7,10 +7,11 @@ runs the same number of steps (the last num_batches % N batches of an epoch
 are dropped), so no rank waits for data another rank never has. Evaluation and
 prediction are not sharded (every rank runs them whole; metrics stay exact).
 Custom loops that iterate a batched tf.data dataset eagerly get the same
-round-robin deal (deal_batches). Gradients are averaged with equal weights.
+round-robin deal (deal_batches). A pipeline input_sharding.py can rewrite
+decodes only the batches the rank is dealt. Gradients are averaged with equal weights.
 """
 
-from tfmpi.transparent import loops, state, versions
+from tfmpi.transparent import input_sharding, loops, state, versions
 
 
 UNKNOWN_EPOCH = (
@@ -47,7 +48,11 @@ def deal_batches(dataset):
             "ranks could run different numbers of steps. Give it a known length (e.g. "
             "dataset.apply(tf.data.experimental.assert_cardinality(n))), or use the default "
             "global batch mode")
-    return deal(dataset, None if n == tf.data.INFINITE_CARDINALITY else n)[0]
+    batches = None if n == tf.data.INFINITE_CARDINALITY else n
+    plan = input_sharding.plan_for(dataset)
+    if plan is not None:  # Note [Sharded input]: only the dealt batches are decoded
+        return input_sharding.rewrite_dealt(plan, batches)[0]
+    return deal(dataset, batches)[0]
 
 
 def install():
@@ -66,7 +71,13 @@ def install():
         batches = self.data_adapter.num_batches
         if batches is None and not self.steps_per_epoch:
             raise ValueError(UNKNOWN_EPOCH)
-        dataset, per_rank = deal(self.data_adapter.get_tf_dataset(), batches)
+        dataset = self.data_adapter.get_tf_dataset()
+        plan = input_sharding.plan_for_adapter(self.data_adapter)
+        if plan is None:
+            dataset, per_rank = deal(dataset, batches)
+        else:  # Note [Sharded input]: only the dealt batches are decoded
+            dataset, per_rank = input_sharding.rewrite_dealt(plan, batches)
+        self._tfmpi_dealt = True
         if per_rank is not None:
             self._tfmpi_num_batches = per_rank
             self._num_batches = per_rank

@@ -16,7 +16,8 @@ import sys
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import batch_check, batching, collectives, loops, naming, shares, state
+from tfmpi.transparent import (batch_check, batching, collectives, input_sharding, loops, naming,
+                               shares, state)
 
 STEPS = ("train_step", "test_step", "predict_step")
 
@@ -25,13 +26,24 @@ def global_mode():
     return state.options.batch_mode == "global" and state.size > 1
 
 
+def take_slice(data):
+    """This rank's slice of `data` and its Split: cut from the global batch,
+    or as a sharded pipeline made it (input_sharding.py); the batch checked."""
+    sharded = input_sharding.unwrap(data)
+    if sharded is None:
+        batch_check.graph_check(data)
+        return batching.slice_batch(data)
+    local, split, given = sharded
+    batch_check.graph_check(local, given)
+    return local, split
+
+
 def sliced(step):
     """`step` run on this rank's slice of the batch, its split recorded for
     the optimizer and loss wrappers (batching.py)."""
     @functools.wraps(step)
     def sliced_step(data):
-        batch_check.graph_check(data)
-        local, split = batching.slice_batch(data)
+        local, split = take_slice(data)
         if split is None:
             return step(data)
         batching.record_split(split)
@@ -57,8 +69,7 @@ def sliced_predict(step):
     """`step` run on this rank's slice; the outputs gathered back in order."""
     @functools.wraps(step)
     def sliced_predict_step(data):
-        batch_check.graph_check(data)
-        local, split = batching.slice_batch(data)
+        local, split = take_slice(data)
         if split is None:
             return step(data)
         with batching.tracing_split(split):
