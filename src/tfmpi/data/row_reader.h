@@ -1,0 +1,47 @@
+// RowReader: random access to the rows of a file, the interface every format
+// implements (npy/, csv/, hdf5/). A file holds one or more columns (an npy
+// array, CSV columns, HDF5 datasets) of equal length; row i of a column is an
+// array of `row_shape` elements of `type`, stored C-order.
+//
+// Read() fills, for each column c, outputs[c] with n rows (n * RowBytes(c)
+// bytes), row j being file row indices[j]. Indices may come in any order and
+// repeat; runs of consecutive indices are read with one I/O call each (Note
+// [Coalesced reads] in row_runs.h). Implementations are immutable after
+// opening, so Read() may be called from several threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tfmpi/common/status.h"
+#include "tfmpi/data/element_type.h"
+
+namespace tfmpi::data {
+
+struct ColumnSchema {
+  std::string name;  // npy: ""; CSV: header name or "column <k>"; HDF5: dataset path
+  ElementType type = ElementType::kFloat32;
+  std::vector<std::int64_t> row_shape;  // empty for a scalar per row
+
+  std::size_t RowElements() const;
+  std::size_t RowBytes() const { return RowElements() * ElementSize(type); }
+};
+
+class RowReader {
+ public:
+  virtual ~RowReader() = default;
+  virtual const std::string& path() const = 0;
+  virtual std::int64_t rows() const = 0;
+  virtual const std::vector<ColumnSchema>& columns() const = 0;
+  virtual Status Read(const std::int64_t* indices, std::size_t n,
+                      const std::vector<void*>& outputs) const = 0;
+};
+
+// Checks, before a Read, that every index is in [0, rows) and that there is
+// one output per column; the message names the file and the offending index.
+Status CheckReadArguments(const RowReader& reader, const std::int64_t* indices,
+                          std::size_t n, const std::vector<void*>& outputs);
+
+}  // namespace tfmpi::data
