@@ -1,5 +1,6 @@
 // Registration of the row-reader ops (src/tfmpi/data); kernels in
 // data_kernels.cc, Python in python/tfmpi/data/.
+#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 
