@@ -119,10 +119,7 @@ TEST(NpyReader, RowsOfSeveralMegabytes) {
 
 void ExpectError(const std::string& path, StatusCode code, const std::string& text) {
   std::unique_ptr<RowReader> reader;
-  Status s = Open(path, &reader);
-  EXPECT_EQ(s.code(), code) << s.ToString();
-  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+  testing::ExpectError(Open(path, &reader), code, path, text);
 }
 
 TEST(NpyReader, BadInputsAreClearErrors) {

@@ -1,5 +1,5 @@
 // A temporary directory per test, removed with its files afterwards, and
-// helpers to write test files into it.
+// helpers to write test files into it and to check errors.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+
+#include "tfmpi/common/status.h"
 
 namespace tfmpi::data::testing {
 
@@ -24,9 +27,23 @@ class TempDir {
     std::ofstream(Path(name), std::ios::binary) << bytes;
     return Path(name);
   }
+  // The first half of file `path`, as file `name`: a truncated copy.
+  std::string WriteTruncatedCopy(const std::string& path, const std::string& name) const {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return Write(name, bytes.substr(0, bytes.size() / 2));
+  }
 
  private:
   std::filesystem::path dir_;
 };
+
+// `s` has `code` and a message that names `path` and contains `text`.
+inline void ExpectError(const Status& s, StatusCode code, const std::string& path,
+                        const std::string& text) {
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+}
 
 }  // namespace tfmpi::data::testing

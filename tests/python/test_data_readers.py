@@ -1,9 +1,9 @@
 """tfmpi.data: row readers as tf.data sources, in one process. Round trips
-against numpy, Python's csv module and h5py on generated files; shuffled
-orders that agree across processes and cover every row once per epoch;
-partitions through the _tfmpi_rows hook (Note [The _tfmpi_rows hook]) that
-cover every row exactly once for 1..8 ranks; errors that name the file and
-the position."""
+against numpy, Python's csv module, h5py and netCDF4 (skipped without it) on
+generated files; shuffled orders that agree across processes and cover every
+row once per epoch; partitions through the _tfmpi_rows hook (Note [The
+_tfmpi_rows hook]) that cover every row exactly once for 1..8 ranks; errors
+that name the file and the position."""
 
 import csv as pycsv
 import json
@@ -95,6 +95,26 @@ def test_hdf5_round_trip_against_h5py(tmp_path):
     np.testing.assert_array_equal(np.array([g[1] for g in got]), y)
     np.testing.assert_array_equal(np.array([g[2] for g in got]), b)
     assert rows_of(tfmpi.data.hdf5(path, datasets="empty")) == []
+
+
+def test_netcdf_round_trip_against_netcdf4(tmp_path):
+    netCDF4 = pytest.importorskip(
+        "netCDF4", reason="netCDF4 (pip) writes the reference file; scripts/setup.sh installs it")
+    rng = np.random.default_rng(3)
+    temp = rng.random((23, 2, 3)).astype(np.float32)
+    count = rng.integers(-5, 5, 23).astype(np.int16)
+    path = str(tmp_path / "d.nc")
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as f:
+        f.createDimension("time", None)
+        f.createDimension("y", 2)
+        f.createDimension("x", 3)
+        f.createVariable("temp", "f4", ("time", "y", "x"))[:] = temp
+        f.createGroup("g").createVariable("count", "i2", ("time",))[:] = count
+    got = rows_of(tfmpi.data.netcdf(path, variables=["temp", "g/count"], chunk_rows=4))
+    np.testing.assert_array_equal(np.stack([g[0] for g in got]), temp)
+    np.testing.assert_array_equal(np.array([g[1] for g in got]), count)
+    with pytest.raises(tf.errors.NotFoundError, match="d.nc: no variable 'nope'"):
+        tfmpi.data.netcdf(path, variables="nope")
 
 
 ORDERS = """

@@ -1,4 +1,4 @@
-"""The public readers: tfmpi.data.npy, csv, hdf5, and bytes_read."""
+"""The public readers: tfmpi.data.npy, csv, hdf5, netcdf, and bytes_read."""
 
 import os
 
@@ -95,6 +95,20 @@ def hdf5(path, datasets, shuffle=False, seed=None, chunk_rows=None):
     if not names:
         raise ValueError(f"{path}: tfmpi.data.hdf5 needs datasets=[...], the datasets to read")
     attrs = dict(format="hdf5", path=os.fspath(path), names=names)
+    return _build(attrs, shuffle, seed, chunk_rows, structure)
+
+
+def netcdf(path, variables, shuffle=False, seed=None, chunk_rows=None):
+    """Rows along the first (record) dimension of NetCDF variables of equal length.
+
+    variables: a variable name ("t", or "group/t" in a NetCDF-4 group; a tensor
+      per element) or a list of them (a tuple per element). NetCDF-4 and
+      classic files; numeric variables only.
+    """
+    names, structure = _names(variables, "variables")
+    if not names:
+        raise ValueError(f"{path}: tfmpi.data.netcdf needs variables=[...], the variables to read")
+    attrs = dict(format="netcdf", path=os.fspath(path), names=names)
     return _build(attrs, shuffle, seed, chunk_rows, structure)
 
 

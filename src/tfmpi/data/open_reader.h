@@ -1,4 +1,5 @@
-// The one place that maps a format name to its reader ("npy", "csv", "hdf5").
+// The one place that maps a format name to its reader ("npy", "csv", "hdf5",
+// "netcdf").
 #pragma once
 
 #include <memory>
@@ -11,9 +12,9 @@
 namespace tfmpi::data {
 
 struct ReaderSpec {
-  std::string format;              // "npy", "csv" or "hdf5"
+  std::string format;              // "npy", "csv", "hdf5" or "netcdf"
   std::string path;
-  std::vector<std::string> names;  // HDF5 datasets; CSV columns (also in csv.columns)
+  std::vector<std::string> names;  // HDF5 datasets, NetCDF variables, CSV columns
   CsvOptions csv;                  // CSV only
 };
 

@@ -11,7 +11,7 @@ using ::tensorflow::shape_inference::ShapeHandle;
 
 // Attributes that say which file and columns a reader opens.
 #define TFMPI_READER_ATTRS                  \
-  Attr("format: {'npy', 'csv', 'hdf5'}")    \
+  Attr("format: {'npy', 'csv', 'hdf5', 'netcdf'}") \
       .Attr("path: string")                 \
       .Attr("names: list(string) = []")     \
       .Attr("csv_header: bool = true")      \
@@ -40,7 +40,7 @@ REGISTER_OP("TfmpiReadRows")
       return absl::OkStatus();
     })
     .Doc("Rows `indices` of a file's columns; column i as dtypes[i], [k] + row_shapes[i]. "
-         "For CSV, dtypes are the columns' types; for npy and HDF5 they must match the file.");
+         "For CSV, dtypes are the columns' types; otherwise they must match the file.");
 
 REGISTER_OP("TfmpiDescribeRows")
     .Output("num_rows: int64")

@@ -7,18 +7,13 @@
 #include <fmt/format.h>
 
 #include "tfmpi/data/bytes_read.h"
-#include "tfmpi/data/posix_file.h"
+#include "tfmpi/data/hdf5_lock.h"
 #include "tfmpi/data/row_runs.h"
 
 namespace tfmpi::data {
 namespace {
 
 static_assert(sizeof(hid_t) == sizeof(std::int64_t), "hid_t is stored as int64");
-
-std::mutex& Hdf5Mutex() {  // Note [HDF5 and threads]
-  static std::mutex mu;
-  return mu;
-}
 
 void SilenceHdf5Errors() {
   static std::once_flag once;
@@ -85,17 +80,11 @@ Status MemoryTypeOf(const std::string& where, hid_t file_type, ElementType* type
 
 Status Hdf5Reader::Open(const std::string& path, const std::vector<std::string>& datasets,
                         std::unique_ptr<RowReader>* out) {
-  {
-    PosixFile probe;  // NotFound / not a regular file, with the usual message
-    TFMPI_RETURN_IF_ERROR(PosixFile::Open(path, &probe));
-  }
-  if (datasets.empty()) {
-    return Status::InvalidArgument(fmt::format("{}: name at least one HDF5 dataset", path));
-  }
+  TFMPI_RETURN_IF_ERROR(CheckFileAndNames(path, datasets, "HDF5 dataset"));
   // Declared before the lock: a reader that fails to open is destroyed (and
   // its destructor locks) after the lock is released.
   auto reader = std::unique_ptr<Hdf5Reader>(new Hdf5Reader());
-  std::lock_guard<std::mutex> lock(Hdf5Mutex());
+  std::lock_guard<std::mutex> lock(Hdf5LibraryMutex());
   SilenceHdf5Errors();
   reader->path_ = path;
   if (H5Fis_hdf5(path.c_str()) <= 0) {
@@ -120,34 +109,19 @@ Status Hdf5Reader::OpenDataset(const std::string& name) {
   datasets_.push_back(dataset);
   Closer space(H5Dget_space(dataset), H5Sclose);
   int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank < 1) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: is a scalar (or not a simple array); rows are read along a first axis", where));
-  }
-  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank > 0 ? rank : 0));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   Closer file_type(H5Dget_type(dataset), H5Tclose);
   ColumnSchema column;
   column.name = name;
   hid_t memory_type = -1;
   TFMPI_RETURN_IF_ERROR(MemoryTypeOf(where, file_type.get(), &column.type, &memory_type));
   memory_types_.push_back(memory_type);
-  for (int d = 1; d < rank; ++d) column.row_shape.push_back(static_cast<std::int64_t>(dims[d]));
-  std::int64_t rows = static_cast<std::int64_t>(dims[0]);
-  if (columns_.empty()) {
-    rows_ = rows;
-  } else if (rows != rows_) {
-    return Status::InvalidArgument(
-        fmt::format("{}: has {} rows but dataset '{}' has {}; all datasets read together "
-                    "need the same first dimension",
-                    where, rows, columns_[0].name, rows_));
-  }
-  columns_.push_back(std::move(column));
-  return Status::Ok();
+  return AddArray("dataset", std::move(column), std::vector<std::int64_t>(dims.begin(), dims.end()));
 }
 
 Hdf5Reader::~Hdf5Reader() {
-  std::lock_guard<std::mutex> lock(Hdf5Mutex());
+  std::lock_guard<std::mutex> lock(Hdf5LibraryMutex());
   for (hid_t t : memory_types_) H5Tclose(t);
   for (hid_t d : datasets_) H5Dclose(d);
   if (file_ >= 0) H5Fclose(file_);
@@ -157,7 +131,7 @@ Status Hdf5Reader::Read(const std::int64_t* indices, std::size_t n,
                         const std::vector<void*>& outputs) const {
   TFMPI_RETURN_IF_ERROR(CheckReadArguments(*this, indices, n, outputs));
   const std::vector<RowRun> runs = CoalesceRows(indices, n);
-  std::lock_guard<std::mutex> lock(Hdf5Mutex());
+  std::lock_guard<std::mutex> lock(Hdf5LibraryMutex());
   for (std::size_t c = 0; c < columns_.size(); ++c) {
     const ColumnSchema& column = columns_[c];
     const hid_t dataset = datasets_[c];
