@@ -1,7 +1,8 @@
 // RowReader: random access to the rows of a file, the interface every format
-// implements (npy/, csv/, hdf5/). A file holds one or more columns (an npy
-// array, CSV columns, HDF5 datasets) of equal length; row i of a column is an
-// array of `row_shape` elements of `type`, stored C-order.
+// implements (npy/, csv/, hdf5/, netcdf/). A file holds one or more columns
+// (an npy array, CSV columns, HDF5 datasets, NetCDF variables) of equal
+// length; row i of a column is an array of `row_shape` elements of `type`,
+// stored C-order.
 //
 // Read() fills, for each column c, outputs[c] with n rows (n * RowBytes(c)
 // bytes), row j being file row indices[j]. Indices may come in any order and
@@ -21,7 +22,9 @@
 namespace tfmpi::data {
 
 struct ColumnSchema {
-  std::string name;  // npy: ""; CSV: header name or "column <k>"; HDF5: dataset path
+  // npy: ""; CSV: header name, or position ("3") without a header; HDF5,
+  // NetCDF: the dataset or variable as named when opening.
+  std::string name;
   ElementType type = ElementType::kFloat32;
   std::vector<std::int64_t> row_shape;  // empty for a scalar per row
 

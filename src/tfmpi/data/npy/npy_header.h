@@ -16,12 +16,11 @@ namespace tfmpi::data {
 struct NpyHeader {
   ElementType type = ElementType::kFloat32;
   std::vector<std::int64_t> shape;
-  std::int64_t data_offset = 0;  // byte offset of the first element
 };
 
 // `prefix` is the start of the file (at least the magic, the version and the
-// header length: 12 bytes). Sets *header_end to the byte offset where the
-// dictionary ends, to read the rest before ParseNpyDict.
+// header length: 12 bytes). Sets *dict_offset and *header_end to where the
+// dictionary starts and ends; the data starts at *header_end.
 Status ParseNpyPreamble(const std::string& path, std::string_view prefix,
                         std::int64_t* dict_offset, std::int64_t* header_end);
 
