@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tfmpi/data/bytes_read.h"
 #include "tfmpi/data/csv/csv_fields.h"
 #include "tfmpi/data/csv/csv_index.h"
 #include "tfmpi/data/csv/csv_reader.h"
@@ -100,6 +101,22 @@ TEST(CsvReader, IndexDoesNotDependOnTheBufferSize) {
     ASSERT_TRUE(BuildCsvIndex(file, buffer, &small).ok());
     EXPECT_EQ(small, reference) << "buffer " << buffer;
   }
+}
+
+TEST(CsvReader, IndexIsSharedUntilTheFileChanges) {
+  TempDir dir;
+  std::string path = dir.Write("s.csv", "a\n1\n2\n3\n");
+  auto first = OpenOk(path, Typed({}, {ElementType::kInt32}));
+  std::int64_t before = BytesRead();
+  auto second = OpenOk(path, Typed({"a"}, {ElementType::kInt64}));
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(BytesRead() - before, 2) << "only the header is read again";
+  EXPECT_EQ(second->rows(), 3);
+
+  dir.Write("s.csv", "a\n1\n2\n3\n4\n5\n");  // rewritten in place: new size, new mtime
+  auto third = OpenOk(path, Typed({}, {ElementType::kInt32}));
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->rows(), 5);
 }
 
 TEST(CsvReader, RowsLargerThanTheReadBuffer) {

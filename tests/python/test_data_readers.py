@@ -199,6 +199,16 @@ def test_bytes_read_is_the_rows_read(tmp_path):
     header = 128  # np.save's header; the kernel reads it once when it opens the file
     assert 100 * 1024 <= read <= 100 * 1024 + header + 16
 
+    # CSV: the file was indexed when the dataset was built (Note [Shared CSV
+    # indexes]); a rank then reads its rows and the header record again.
+    text = "a,b\n" + "".join(f"{i},{i % 10}\n" for i in range(1000, 1400))  # 7-byte rows
+    (tmp_path / "b.csv").write_text(text)
+    rows = tfmpi.data.csv(str(tmp_path / "b.csv"), dtypes=tf.int32)._tfmpi_rows
+    before = tfmpi.data.bytes_read()
+    part = rows.from_indices(rank_indices(rows.index_dataset, 1, 4, 40))
+    assert len(list(part.as_numpy_iterator())) == 100
+    assert tfmpi.data.bytes_read() - before == 100 * 7 + len("a,b\n")
+
 
 def test_errors_name_the_file_and_the_position(tmp_path):
     missing = str(tmp_path / "missing.npy")

@@ -21,7 +21,8 @@ PosixFile::~PosixFile() {
 PosixFile::PosixFile(PosixFile&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       path_(std::move(other.path_)),
-      size_(other.size_) {}
+      size_(other.size_),
+      version_(std::move(other.version_)) {}
 
 PosixFile& PosixFile::operator=(PosixFile&& other) noexcept {
   if (this != &other) {
@@ -29,6 +30,7 @@ PosixFile& PosixFile::operator=(PosixFile&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
     size_ = other.size_;
+    version_ = std::move(other.version_);
   }
   return *this;
 }
@@ -49,6 +51,10 @@ Status PosixFile::Open(const std::string& path, PosixFile* out) {
   f.fd_ = fd;
   f.path_ = path;
   f.size_ = static_cast<std::int64_t>(st.st_size);
+  f.version_ = fmt::format("{}:{}:{}.{:09}", static_cast<unsigned long long>(st.st_dev),
+                           static_cast<unsigned long long>(st.st_ino),
+                           static_cast<long long>(st.st_mtim.tv_sec),
+                           static_cast<long>(st.st_mtim.tv_nsec));
   *out = std::move(f);
   return Status::Ok();
 }

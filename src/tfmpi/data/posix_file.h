@@ -25,6 +25,8 @@ class PosixFile {
 
   const std::string& path() const { return path_; }
   std::int64_t size() const { return size_; }
+  // The file's identity and version when opened: "device:inode:mtime_ns".
+  const std::string& version() const { return version_; }
 
   // Reads exactly `length` bytes at `offset` (several preads if needed).
   // Reading past the end is DataLoss "truncated", naming `what`.
@@ -38,6 +40,7 @@ class PosixFile {
   int fd_ = -1;
   std::string path_;
   std::int64_t size_ = 0;
+  std::string version_;
 };
 
 }  // namespace tfmpi::data

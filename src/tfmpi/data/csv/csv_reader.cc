@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "tfmpi/data/csv/csv_fields.h"
-#include "tfmpi/data/csv/csv_index.h"
 #include "tfmpi/data/row_runs.h"
 
 namespace tfmpi::data {
@@ -31,18 +30,19 @@ Status CsvReader::Open(const std::string& path, const CsvOptions& options,
   reader->delimiter_ = options.delimiter;
   TFMPI_RETURN_IF_ERROR(PosixFile::Open(path, &reader->file_));
   TFMPI_RETURN_IF_ERROR(
-      BuildCsvIndex(reader->file_, options.index_buffer_bytes, &reader->starts_));
-  const std::int64_t records = static_cast<std::int64_t>(reader->starts_.size()) - 1;
+      SharedCsvIndex(reader->file_, options.index_buffer_bytes, &reader->index_));
+  const CsvIndex& starts = *reader->index_;
+  const std::int64_t records = static_cast<std::int64_t>(starts.size()) - 1;
 
   std::vector<std::string> first;
   if (records > 0) {
-    std::string bytes(static_cast<std::size_t>(reader->starts_[1] - reader->starts_[0]), '\0');
-    TFMPI_RETURN_IF_ERROR(reader->file_.ReadAt(reader->starts_[0], bytes.size(), bytes.data(),
+    std::string bytes(static_cast<std::size_t>(starts[1] - starts[0]), '\0');
+    TFMPI_RETURN_IF_ERROR(reader->file_.ReadAt(starts[0], bytes.size(), bytes.data(),
                                                "the first record"));
     CsvSplitError error;
     if (!SplitCsvRecord(bytes, options.delimiter, &first, &error)) {
       return Status::DataLoss(fmt::format("{}: record 0 (byte offset {}): {}", path,
-                                          reader->starts_[0] + error.offset, error.reason));
+                                          starts[0] + error.offset, error.reason));
     }
   } else if (options.header) {
     return Status::InvalidArgument(
@@ -106,7 +106,7 @@ Status CsvReader::SelectColumns(const std::vector<std::string>& names,
 Status CsvReader::ParseRow(std::int64_t row, std::string_view bytes, std::size_t pos,
                            const std::vector<void*>& outputs,
                            std::vector<std::string>* fields) const {
-  const std::int64_t offset = starts_[static_cast<std::size_t>(row + first_record_)];
+  const std::int64_t offset = (*index_)[static_cast<std::size_t>(row + first_record_)];
   CsvSplitError error;
   if (!SplitCsvRecord(bytes, delimiter_, fields, &error)) {
     return Status::DataLoss(fmt::format("{}: row {} (byte offset {}): {}", path(), row,
@@ -134,18 +134,19 @@ Status CsvReader::ParseRow(std::int64_t row, std::string_view bytes, std::size_t
 Status CsvReader::Read(const std::int64_t* indices, std::size_t n,
                        const std::vector<void*>& outputs) const {
   TFMPI_RETURN_IF_ERROR(CheckReadArguments(*this, indices, n, outputs));
+  const CsvIndex& starts = *index_;
   std::string buffer;
   std::vector<std::string> fields;
   for (const RowRun& run : CoalesceRows(indices, n, kMaxRunRows)) {
     const std::size_t first = static_cast<std::size_t>(run.first_row + first_record_);
     const std::size_t end = first + static_cast<std::size_t>(run.count);
-    const std::int64_t base = starts_[first];
-    buffer.resize(static_cast<std::size_t>(starts_[end] - base));
+    const std::int64_t base = starts[first];
+    buffer.resize(static_cast<std::size_t>(starts[end] - base));
     std::string what = fmt::format("rows {}..{}", run.first_row, run.first_row + run.count - 1);
     TFMPI_RETURN_IF_ERROR(file_.ReadAt(base, buffer.size(), buffer.data(), what.c_str()));
     for (std::size_t r = first; r < end; ++r) {
-      std::string_view bytes(buffer.data() + (starts_[r] - base),
-                             static_cast<std::size_t>(starts_[r + 1] - starts_[r]));
+      std::string_view bytes(buffer.data() + (starts[r] - base),
+                             static_cast<std::size_t>(starts[r + 1] - starts[r]));
       TFMPI_RETURN_IF_ERROR(ParseRow(static_cast<std::int64_t>(r) - first_record_, bytes,
                                      run.output_pos + (r - first), outputs, &fields));
     }

@@ -1,5 +1,6 @@
 // CsvReader: typed columns of a CSV file (Note [CSV records] in csv_index.h).
-// Opening indexes the records; a Read preads the byte range of each run of
+// Opening indexes the records (or finds the index made by an earlier opening,
+// Note [Shared CSV indexes]); a Read preads the byte range of each run of
 // consecutive rows and parses only those records.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tfmpi/data/csv/csv_index_cache.h"
 #include "tfmpi/data/posix_file.h"
 #include "tfmpi/data/row_reader.h"
 
@@ -45,7 +47,7 @@ class CsvReader : public RowReader {
   std::int64_t first_record_ = 0;  // 1 with a header
   std::int64_t rows_ = 0;
   std::size_t fields_per_record_ = 0;
-  std::vector<std::int64_t> starts_;    // record byte offsets, then the file size
+  std::shared_ptr<const CsvIndex> index_;  // record byte offsets, then the file size
   std::vector<std::size_t> positions_;  // field position of each selected column
   std::vector<ColumnSchema> columns_;
 };
