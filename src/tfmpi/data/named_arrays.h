@@ -12,11 +12,6 @@
 namespace tfmpi::data {
 
 class NamedArraysReader : public RowReader {
- public:
-  const std::string& path() const override { return path_; }
-  std::int64_t rows() const override { return rows_; }
-  const std::vector<ColumnSchema>& columns() const override { return columns_; }
-
  protected:
   // NotFound for a missing file (as every reader says it), InvalidArgument
   // when no array is named. `kind` is "HDF5 dataset", "NetCDF variable".
@@ -27,10 +22,6 @@ class NamedArraysReader : public RowReader {
   // a scalar, or a first dimension unlike the first array's, is an error.
   // `kind` is "dataset", "variable".
   Status AddArray(const char* kind, ColumnSchema column, const std::vector<std::int64_t>& dims);
-
-  std::string path_;
-  std::int64_t rows_ = 0;
-  std::vector<ColumnSchema> columns_;
 };
 
 }  // namespace tfmpi::data

@@ -35,11 +35,17 @@ struct ColumnSchema {
 class RowReader {
  public:
   virtual ~RowReader() = default;
-  virtual const std::string& path() const = 0;
-  virtual std::int64_t rows() const = 0;
-  virtual const std::vector<ColumnSchema>& columns() const = 0;
+  const std::string& path() const { return path_; }
+  std::int64_t rows() const { return rows_; }
+  const std::vector<ColumnSchema>& columns() const { return columns_; }
   virtual Status Read(const std::int64_t* indices, std::size_t n,
                       const std::vector<void*>& outputs) const = 0;
+
+ protected:
+  // Set by each implementation's Open, then never changed.
+  std::string path_;
+  std::int64_t rows_ = 0;
+  std::vector<ColumnSchema> columns_;
 };
 
 // Checks, before a Read, that every index is in [0, rows) and that there is

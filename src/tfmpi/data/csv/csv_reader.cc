@@ -27,6 +27,7 @@ Status CsvReader::Open(const std::string& path, const CsvOptions& options,
     return Status::InvalidArgument(
         fmt::format("{}: the CSV delimiter cannot be a quote or a line break", path));
   }
+  reader->path_ = path;
   reader->delimiter_ = options.delimiter;
   TFMPI_RETURN_IF_ERROR(PosixFile::Open(path, &reader->file_));
   TFMPI_RETURN_IF_ERROR(

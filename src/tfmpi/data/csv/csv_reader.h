@@ -30,9 +30,6 @@ class CsvReader : public RowReader {
   static Status Open(const std::string& path, const CsvOptions& options,
                      std::unique_ptr<RowReader>* out);
 
-  const std::string& path() const override { return file_.path(); }
-  std::int64_t rows() const override { return rows_; }
-  const std::vector<ColumnSchema>& columns() const override { return columns_; }
   Status Read(const std::int64_t* indices, std::size_t n,
               const std::vector<void*>& outputs) const override;
 
@@ -45,11 +42,9 @@ class CsvReader : public RowReader {
   PosixFile file_;
   char delimiter_ = ',';
   std::int64_t first_record_ = 0;  // 1 with a header
-  std::int64_t rows_ = 0;
   std::size_t fields_per_record_ = 0;
   std::shared_ptr<const CsvIndex> index_;  // record byte offsets, then the file size
   std::vector<std::size_t> positions_;  // field position of each selected column
-  std::vector<ColumnSchema> columns_;
 };
 
 }  // namespace tfmpi::data

@@ -12,6 +12,7 @@ namespace tfmpi::data {
 
 Status NpyReader::Open(const std::string& path, std::unique_ptr<RowReader>* out) {
   auto reader = std::make_unique<NpyReader>();
+  reader->path_ = path;
   TFMPI_RETURN_IF_ERROR(PosixFile::Open(path, &reader->file_));
   const PosixFile& file = reader->file_;
 

@@ -15,17 +15,12 @@ class NpyReader : public RowReader {
   // DataLoss (truncated) here, not on a later Read.
   static Status Open(const std::string& path, std::unique_ptr<RowReader>* out);
 
-  const std::string& path() const override { return file_.path(); }
-  std::int64_t rows() const override { return rows_; }
-  const std::vector<ColumnSchema>& columns() const override { return columns_; }
   Status Read(const std::int64_t* indices, std::size_t n,
               const std::vector<void*>& outputs) const override;
 
  private:
   PosixFile file_;
-  std::int64_t rows_ = 0;
   std::int64_t data_offset_ = 0;
-  std::vector<ColumnSchema> columns_;
 };
 
 }  // namespace tfmpi::data
