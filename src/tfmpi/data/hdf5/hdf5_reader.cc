@@ -6,9 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "tfmpi/data/bytes_read.h"
 #include "tfmpi/data/hdf5_lock.h"
-#include "tfmpi/data/row_runs.h"
 
 namespace tfmpi::data {
 namespace {
@@ -127,39 +125,19 @@ Hdf5Reader::~Hdf5Reader() {
   if (file_ >= 0) H5Fclose(file_);
 }
 
-Status Hdf5Reader::Read(const std::int64_t* indices, std::size_t n,
-                        const std::vector<void*>& outputs) const {
-  TFMPI_RETURN_IF_ERROR(CheckReadArguments(*this, indices, n, outputs));
-  const std::vector<RowRun> runs = CoalesceRows(indices, n);
-  std::lock_guard<std::mutex> lock(Hdf5LibraryMutex());
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
-    const ColumnSchema& column = columns_[c];
-    const hid_t dataset = datasets_[c];
-    std::vector<hsize_t> start(column.row_shape.size() + 1, 0);
-    std::vector<hsize_t> count(start.size());
-    for (std::size_t d = 0; d < column.row_shape.size(); ++d) {
-      count[d + 1] = static_cast<hsize_t>(column.row_shape[d]);
-    }
-    Closer file_space(H5Dget_space(dataset), H5Sclose);
-    for (const RowRun& run : runs) {
-      start[0] = static_cast<hsize_t>(run.first_row);
-      count[0] = static_cast<hsize_t>(run.count);
-      Closer memory_space(
-          H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
-      char* dst = static_cast<char*>(outputs[c]) + run.output_pos * column.RowBytes();
-      bool ok = H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                    count.data(), nullptr) >= 0 &&
-                H5Dread(dataset, memory_types_[c], memory_space.get(), file_space.get(),
-                        H5P_DEFAULT, dst) >= 0;
-      if (!ok) {
-        return Status::DataLoss(fmt::format(
-            "{}: dataset '{}': reading rows {}..{} failed (the file is truncated or corrupt)",
-            path_, column.name, run.first_row, run.first_row + run.count - 1));
-      }
-      AddBytesRead(run.count * static_cast<std::int64_t>(column.RowBytes()));
-    }
-  }
-  return Status::Ok();
+bool Hdf5Reader::ReadBox(std::size_t column, const std::vector<std::uint64_t>& start,
+                         const std::vector<std::uint64_t>& count, void* out,
+                         std::string* /*detail*/) const {
+  const std::vector<hsize_t> first(start.begin(), start.end());
+  const std::vector<hsize_t> span(count.begin(), count.end());
+  const hid_t dataset = datasets_[column];
+  Closer file_space(H5Dget_space(dataset), H5Sclose);
+  Closer memory_space(H5Screate_simple(static_cast<int>(span.size()), span.data(), nullptr),
+                      H5Sclose);
+  return H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, first.data(), nullptr,
+                             span.data(), nullptr) >= 0 &&
+         H5Dread(dataset, memory_types_[column], memory_space.get(), file_space.get(),
+                 H5P_DEFAULT, out) >= 0;
 }
 
 }  // namespace tfmpi::data

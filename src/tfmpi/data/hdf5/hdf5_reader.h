@@ -19,11 +19,12 @@ class Hdf5Reader : public NamedArraysReader {
                      std::unique_ptr<RowReader>* out);
   ~Hdf5Reader() override;
 
-  Status Read(const std::int64_t* indices, std::size_t n,
-              const std::vector<void*>& outputs) const override;
 
  private:
   Status OpenDataset(const std::string& name);
+  bool ReadBox(std::size_t column, const std::vector<std::uint64_t>& start,
+               const std::vector<std::uint64_t>& count, void* out,
+               std::string* detail) const override;
 
   std::int64_t file_ = -1;                 // hid_t
   std::vector<std::int64_t> datasets_;     // hid_t per column

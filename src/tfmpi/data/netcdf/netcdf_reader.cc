@@ -6,9 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "tfmpi/data/bytes_read.h"
 #include "tfmpi/data/hdf5_lock.h"
-#include "tfmpi/data/row_runs.h"
 
 namespace tfmpi::data {
 namespace {
@@ -100,33 +98,15 @@ NetcdfReader::~NetcdfReader() {
   nc_close(ncid_);
 }
 
-Status NetcdfReader::Read(const std::int64_t* indices, std::size_t n,
-                          const std::vector<void*>& outputs) const {
-  TFMPI_RETURN_IF_ERROR(CheckReadArguments(*this, indices, n, outputs));
-  const std::vector<RowRun> runs = CoalesceRows(indices, n);
-  std::lock_guard<std::mutex> lock(Hdf5LibraryMutex());
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
-    const ColumnSchema& column = columns_[c];
-    std::vector<std::size_t> start(column.row_shape.size() + 1, 0);
-    std::vector<std::size_t> count(start.size());
-    for (std::size_t d = 0; d < column.row_shape.size(); ++d) {
-      count[d + 1] = static_cast<std::size_t>(column.row_shape[d]);
-    }
-    for (const RowRun& run : runs) {
-      start[0] = static_cast<std::size_t>(run.first_row);
-      count[0] = static_cast<std::size_t>(run.count);
-      char* dst = static_cast<char*>(outputs[c]) + run.output_pos * column.RowBytes();
-      int rc = nc_get_vara(variables_[c].group, variables_[c].id, start.data(), count.data(), dst);
-      if (rc != NC_NOERR) {
-        return Status::DataLoss(fmt::format(
-            "{}: variable '{}': reading rows {}..{} failed (the file is truncated or "
-            "corrupt): {}",
-            path_, column.name, run.first_row, run.first_row + run.count - 1, nc_strerror(rc)));
-      }
-      AddBytesRead(run.count * static_cast<std::int64_t>(column.RowBytes()));
-    }
-  }
-  return Status::Ok();
+bool NetcdfReader::ReadBox(std::size_t column, const std::vector<std::uint64_t>& start,
+                           const std::vector<std::uint64_t>& count, void* out,
+                           std::string* detail) const {
+  const std::vector<std::size_t> first(start.begin(), start.end());
+  const std::vector<std::size_t> span(count.begin(), count.end());
+  int rc = nc_get_vara(variables_[column].group, variables_[column].id, first.data(),
+                       span.data(), out);
+  if (rc != NC_NOERR) *detail = nc_strerror(rc);
+  return rc == NC_NOERR;
 }
 
 }  // namespace tfmpi::data

@@ -20,8 +20,6 @@ class NetcdfReader : public NamedArraysReader {
                      std::unique_ptr<RowReader>* out);
   ~NetcdfReader() override;
 
-  Status Read(const std::int64_t* indices, std::size_t n,
-              const std::vector<void*>& outputs) const override;
 
  private:
   struct Variable {
@@ -29,6 +27,9 @@ class NetcdfReader : public NamedArraysReader {
     int id = -1;
   };
   Status OpenVariable(const std::string& name);
+  bool ReadBox(std::size_t column, const std::vector<std::uint64_t>& start,
+               const std::vector<std::uint64_t>& count, void* out,
+               std::string* detail) const override;
 
   int ncid_ = -1;
   std::vector<Variable> variables_;
