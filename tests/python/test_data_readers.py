@@ -35,7 +35,7 @@ def test_npy_round_trip(tmp_path, dtype, shape):
     for chunk_rows in (None, 4):
         ds = tfmpi.data.npy(str(tmp_path / "a.npy"), chunk_rows=chunk_rows)
         assert ds.element_spec == tf.TensorSpec(shape[1:], tf.as_dtype(dtype))
-        assert ds._tfmpi_rows.num_rows == shape[0]
+        assert ds._tfmpi_rows.num_rows == shape[0] == int(ds.cardinality())
         got = rows_of(ds)
         assert len(got) == shape[0]
         if got:

@@ -46,8 +46,13 @@ class Rows:
                 .unbatch())
 
     def dataset(self):
-        """The rows of `index_dataset`, with this object attached as `_tfmpi_rows`."""
+        """The rows of `index_dataset`, with this object attached as `_tfmpi_rows`.
+
+        unbatch() loses the cardinality, which Keras uses to size an epoch; the
+        index dataset has exactly num_rows elements, so it is asserted back.
+        """
         ds = self.from_indices(self.index_dataset)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(self.num_rows))
         ds._tfmpi_rows = self
         return ds
 
