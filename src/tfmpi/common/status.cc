@@ -13,6 +13,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kMismatch: return "Mismatch";
     case StatusCode::kAborted: return "Aborted";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kNotFound: return "NotFound";
+    case StatusCode::kDataLoss: return "DataLoss";
   }
   return "Unknown";
 }

@@ -16,6 +16,8 @@ enum class StatusCode {
   kMismatch,           // ranks disagree about a tensor (shape, dtype, op, root)
   kAborted,            // engine shut down while the request was pending
   kInternal,           // transport failure or a bug
+  kNotFound,           // a file, dataset or column that is not there
+  kDataLoss,           // a file that is truncated or corrupt
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -36,6 +38,8 @@ class [[nodiscard]] Status {
   static Status Mismatch(std::string m) { return {StatusCode::kMismatch, std::move(m)}; }
   static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+  static Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

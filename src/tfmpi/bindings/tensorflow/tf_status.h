@@ -17,6 +17,8 @@ inline absl::Status ToTfStatus(const Status& s) {
     case StatusCode::kMismatch: return absl::InvalidArgumentError("tfmpi: " + s.message());
     case StatusCode::kAborted: return absl::AbortedError(s.message());
     case StatusCode::kInternal: return absl::InternalError(s.message());
+    case StatusCode::kNotFound: return absl::NotFoundError(s.message());
+    case StatusCode::kDataLoss: return absl::DataLossError(s.message());
   }
   return absl::UnknownError(s.message());
 }
