@@ -22,7 +22,7 @@ bash scripts/sanitizers.sh logic
 
 echo "== Python tests (pytest) =="
 # -rs: every skipped test is listed with its reason.
-"$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/python tests/launcher
+"$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
 
 echo "== Emulated cluster: the harness, tfmpirun across hosts (pytest) =="
 "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster

@@ -32,9 +32,9 @@ LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
 # optimizers, metrics, BatchNormalization, RNG, masked losses, saving).
 KINDS = {
     "fit": (["train_fit.py"], {}, (2, 3, 4), (2,)),
-    "custom_loop": (["train_custom_loop.py"], {}, (2, 3, 4), (2,)),
+    "custom_loop": (["train_custom_loop.py"], {}, (2, 3), (2,)),
     "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), ()),
-    "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}, (2, 3, 4), (2,)),
+    "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}, (2, 4), (2,)),
     "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}, (2,), ()),
     "embedding_adam": (["train_sparse_lso_clip.py", "adam"], {}, (2,), ()),
     "fit_steps_per_epoch_sample_weight": (["train_fit_options.py"], {}, (3,), ()),

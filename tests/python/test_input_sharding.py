@@ -5,7 +5,9 @@ to a file per rank); each pass over the data must be decoded exactly once over
 all ranks, each rank doing only part of it, in fit (training and validation),
 evaluate, predict and a custom loop. Pipelines that cannot be rewritten say so
 and are decoded whole on every rank, as TFMPI_INPUT_SHARDING=0 asks. Whether
-the training math is unchanged is the fidelity tier's input_pipeline kind."""
+the training math is unchanged is the fidelity tier's input_pipeline kind
+(with the default adaptive shares). Here the shares are equal, so that no
+slice is empty: an empty slice decodes one row it then drops."""
 
 import collections
 import os
@@ -18,7 +20,7 @@ from mpirun_util import run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
-QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "TFMPI_SHARES": "equal"}
 N_SAMPLES, BATCH, EPOCHS = 203, 20, 2  # 11 batches, the last of 3
 
 SCRIPT = """
@@ -120,3 +122,54 @@ def test_per_rank_mode_decodes_only_the_dealt_batches(tmp_path):
     # Evaluation and prediction are split in both batch modes.
     for tag in ("evaluate", "predict"):
         assert decoded[0][tag] + decoded[1][tag] == {i: 1 for i in range(N_SAMPLES)}, tag
+
+
+READER_SCRIPT = """
+import json, os, sys
+import numpy as np, tensorflow as tf, keras
+import tfmpi.data
+path, out = sys.argv[1], sys.argv[2]
+keras.utils.set_random_seed(4)
+rows = tfmpi.data.hdf5(path, ["x", "y"], shuffle=True, seed=9)
+model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.01), "mse")
+history = model.fit(rows.batch(50), epochs=2, verbose=0)
+loss = model.evaluate(tfmpi.data.hdf5(path, ["x", "y"]).map(lambda x, y: (x * 1.0, y)).batch(64),
+                      verbose=0)
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+with open(os.path.join(out, f"rank-{rank}.json"), "w") as f:
+    json.dump({"loss": history.history["loss"], "eval": loss, "bytes": tfmpi.data.bytes_read(),
+               "weights": [w.tolist() for w in model.get_weights()]}, f)
+"""
+
+
+def test_a_tfmpi_data_reader_is_read_in_parts(tmp_path):
+    """Each rank reads about 1/N of the file's bytes, and trains as one process does."""
+    import json
+
+    import numpy as np
+
+    h5py = pytest.importorskip("h5py", reason="h5py writes the test file")
+    path = str(tmp_path / "data.h5")
+    x = np.random.default_rng(1).random((1003, 16)).astype("float32")
+    with h5py.File(path, "w") as f:
+        f["x"] = x
+        f["y"] = x.sum(1, keepdims=True)
+    one, three = tmp_path / "one", tmp_path / "three"
+    one.mkdir(), three.mkdir()
+    r = run([sys.executable, "-c", READER_SCRIPT, path, str(one)], 300, env=QUIET)
+    assert r.returncode == 0, r.stdout
+    r = run(["tfmpirun", "-np", "3", sys.executable, "-c", READER_SCRIPT, path, str(three)], 300,
+            env=QUIET)
+    assert r.returncode == 0, r.stdout
+    assert "is not sharded" not in r.stdout
+    alone = json.loads((one / "rank-0.json").read_text())
+    for rank in range(3):
+        mine = json.loads((three / f"rank-{rank}.json").read_text())
+        np.testing.assert_allclose(mine["loss"], alone["loss"], rtol=1e-5)
+        np.testing.assert_allclose(mine["eval"], alone["eval"], rtol=1e-5)
+        for a, b in zip(mine["weights"], alone["weights"]):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+        # 2 epochs + 1 evaluation, each over the whole file alone; a third of it per rank.
+        assert mine["bytes"] <= 1.1 * alone["bytes"] / 3, (rank, mine["bytes"], alone["bytes"])

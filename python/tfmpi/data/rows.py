@@ -39,6 +39,10 @@ class Rows:
                                        row_shapes=self._row_shapes, **self._attrs)
         return columns[0] if self._structure == "single" else tuple(columns)
 
+    def read(self, indices):
+        """The rows at `indices` (an int64 vector), batched, in one read op call."""
+        return self._read_chunk(indices)
+
     def from_indices(self, index_dataset):
         """The rows at the indices `index_dataset` yields, in its order."""
         return (index_dataset.batch(self.chunk_rows)

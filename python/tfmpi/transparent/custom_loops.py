@@ -96,11 +96,10 @@ def install():
                 or not is_batched(self)):
             return original_iter(self)
         if state.options.batch_mode == "global":
-            sharded = input_sharding.shard(self)
-            if sharded is None:
+            plan = input_sharding.plan_for(self)
+            if plan is None:
                 return SlicingIterator(original_iter(self))
-            input_sharding.refresh_cuts()
-            return SlicingIterator(original_iter(sharded))
+            return SlicingIterator(original_iter(input_sharding.rewrite(plan)))
         from tfmpi.transparent import per_rank
 
         return original_iter(per_rank.deal_batches(self))

@@ -21,16 +21,28 @@ same samples, same slices) and the batch-agreement check (batch_check.py)
 still compares what every rank read, and checks that the slices partition
 the batch. Where `order` is a tfmpi.data reader (python/tfmpi/data), reading
 is per-element work too: the order is the reader's row numbers, and each rank
-reads only the rows of its slices (reader.from_indices), so the bytes each
+reads only the rows of its slices (one reader.read per slice), so the bytes each
 rank reads are about 1/N of the data.
 
-The split is computed by the pipeline from the work shares. Pipelines read
-ahead, so the cuts they read are a copy (input_cuts) that changes only when
-an iterator is made (an epoch starts, a custom loop starts a pass): every
-rank makes it at the same point of the program, after the same rebalance
-decisions, so every rank's pipeline cuts every batch alike. The shares are
-still revised every TFMPI_REBALANCE_STEPS; a sharded pipeline follows them
-from its next pass.
+The batches of undecoded elements are cut to the rank's rows, unbatched, run
+through f_1 ... f_k as ordinary element-wise maps (the script's parallelism,
+in order) and batched again by the size of the rank's slice of a full batch:
+the pipeline streams, with no dataset made per batch. Only the last batch of
+a dataset is short, and it is cut in proportion (rows [b * L_r // B,
+b * L_{r+1} // B) where L_r is where rank r's slice of a full batch starts),
+so none of its slices is longer than the rank's full slice and batching the
+stream gives back exactly one slice per batch. Any contiguous partition in
+rank order gives the 1-process math (weights s_i / b); every rank computes
+the same one. An empty slice (a batch smaller than N) still decodes one row,
+dropped after decoding, so it has its structure and shapes.
+
+The cuts L are the work shares in force when the pipeline's iterator is made
+(an epoch starts, a custom loop starts a pass): the pipeline is rewritten
+then, with L as constants. Pipelines read ahead, so the shares they cut
+with change only between passes, at the same point of the program on every
+rank, after the same rebalance decisions. The shares are still revised
+every TFMPI_REBALANCE_STEPS; a sharded pipeline follows them from its next
+pass.
 
 Not rewritten (every rank reads whole batches, as without this; rank 0 says
 so once, with the reason): no map between the order and the batch (nothing
@@ -46,6 +58,7 @@ TFMPI_INPUT_SHARDING=off turns the rewrite off.
 import collections
 import sys
 
+import numpy as np
 import tensorflow as tf
 
 from tfmpi.transparent import batch_check, batching, state
@@ -59,10 +72,12 @@ _AFTER_BATCH = ("_PrefetchDataset", "_OptionsDataset")
 _HARMLESS_STATEFUL = {"ReadFile", "MatchingFiles", "Assert", "PrintV2", "Print",
                       "AnonymousIteratorV2", "AnonymousIteratorV3", "NoOp"}
 
-Map = collections.namedtuple("Map", "function output_spec parallel_calls")
+Map = collections.namedtuple("Map", "function input_spec output_spec parallel_calls")
 Plan = collections.namedtuple("Plan", "order maps batch_size drop_remainder after reader last_spec")
 
 _said = set()
+_made = collections.OrderedDict()  # _remembered's results
+_REMEMBER = 32
 
 
 def enabled():
@@ -127,7 +142,7 @@ def analyse(dataset):
                               "the whole stream")
             calls = tf.get_static_value(getattr(e, "_num_parallel_calls", None)) \
                 if type(e).__name__ == "_ParallelMapDataset" else None
-            maps.append(Map(function, e.element_spec, calls))
+            maps.append(Map(e._map_func._func, e._input_dataset.element_spec, e.element_spec, calls))
         e = e._input_dataset
     reader = getattr(e, "_tfmpi_rows", None)  # a tfmpi.data reader: reading is per-element work
     if not maps and reader is None:
@@ -143,60 +158,70 @@ def analyse(dataset):
                 last_spec), None
 
 
-def input_cuts_variable():
-    """The cuts sharded pipelines read (Note [Sharded input]): a copy of the
-    work shares' cuts, refreshed when an iterator is made."""
+def _starts(batch_size):
+    """Where each rank's slice of a full batch starts (numpy int64 [N + 1], the
+    last entry the batch size): from the work shares in force now, else
+    B // N each (the formulas of shares.slice_bounds and batching.slice_bounds)."""
     from tfmpi.transparent import shares
 
-    return state.variable("input_cuts", lambda: tf.Variable(
-        shares.cuts_variable().numpy(), trainable=False, dtype=tf.float64,
-        name="tfmpi_input_cuts"))
-
-
-def refresh_cuts():
-    from tfmpi.transparent import shares
-
+    n = state.size
     if shares.enabled():
-        input_cuts_variable().assign(shares.cuts_variable())
-
-
-def _bounds(batch):
-    from tfmpi.transparent import shares
-
-    if not shares.enabled():
-        return batching.slice_bounds(batch)
-    cuts = tf.convert_to_tensor(input_cuts_variable())
-    b = tf.cast(batch, tf.float64)
-    lo = tf.cast(tf.floor(b * cuts[state.rank] + 0.5), tf.int64)
-    hi = tf.cast(tf.floor(b * cuts[state.rank + 1] + 0.5), tf.int64)
-    return lo, hi - lo
+        cuts = shares.cuts_variable().numpy()
+        return np.floor(batch_size * cuts + 0.5).astype(np.int64)
+    sizes = [batch_size // n + (r < batch_size % n) for r in range(n)]
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
 def _apply(m, flat):
-    out = m.function(*flat)
+    """The script's map function on an element given flat, called as tf.data
+    calls it (a tuple is unpacked into arguments); its outputs flat."""
+    element = tf.nest.pack_sequence_as(m.input_spec, list(flat))
+    out = m.function(*element) if type(element) is tuple else m.function(element)
     return tuple(tf.nest.flatten(out))
 
 
-def _decoded(plan, rows, size, wrap=lambda data: data):
-    """The per-element maps run on `rows` (flat, batched), batched back, cut
-    to `size` rows, packed and passed through `wrap`."""
-    if plan.reader is None:
-        inner = tf.data.Dataset.from_tensor_slices(tuple(rows))
-    else:  # rows are row numbers: this rank reads only those
-        inner = plan.reader.from_indices(tf.data.Dataset.from_tensor_slices(rows[0]))
-        inner = inner.map(lambda *element: tuple(tf.nest.flatten(element)))
+def _stream(plan, select, rows):
+    """The batched order, each batch cut by `select` (batch size -> (first
+    row, rows used, extra int64 values for the step)) to at most `rows` rows
+    (an empty cut keeps one row, dropped after decoding); the per-element
+    maps run on those elements (read first where the order is a reader's row
+    numbers); batched back and cut to the rows used. Only a dataset's last
+    batch is short, so batching the stream by `rows` gives back exactly one
+    cut per batch. Elements: (data, int64 [2 + extras]: first row, rows used,
+    extras...)."""
+    def cut(*element):
+        flat = tf.nest.flatten(element)
+        batch = tf.shape(flat[0], out_type=tf.int64)[0]
+        lo, size, extra = select(flat, batch)
+        keep = tf.maximum(size, 1)
+        planned = tf.debugging.assert_less_equal(keep, tf.constant(rows, tf.int64),
+                                                 message="tfmpi: a slice is larger than planned")
+        with tf.control_dependencies([planned]):
+            index = tf.minimum(lo + tf.range(keep), batch - 1)
+        picked = [tf.gather(t, index) for t in flat]
+        if plan.reader is not None:  # row numbers: read just these rows, in one call
+            picked = list(tf.nest.flatten(plan.reader.read(picked[0])))
+        info = tf.stack([lo, size, *extra])
+        return (*picked, tf.tile(info[None], [keep, 1]))
+
+    stream = plan.order.batch(plan.batch_size, drop_remainder=plan.drop_remainder)
+    cardinality = int(stream.cardinality())
+    stream = stream.map(cut).unbatch()
     for m in plan.maps:
-        inner = inner.map(lambda *flat, m=m: _apply(m, flat),
-                          num_parallel_calls=m.parallel_calls, deterministic=True)
-    last_spec = plan.last_spec
-    return inner.batch(plan.batch_size + 1).map(
-        lambda *flat: wrap(tf.nest.pack_sequence_as(last_spec, [t[:size] for t in flat])))
-
-
-def _finish(plan, out, order):
-    cardinality = int(order.cardinality())
+        stream = stream.map(lambda *e, m=m: (*_apply(m, e[:-1]), e[-1]),
+                            num_parallel_calls=m.parallel_calls, deterministic=True)
+    stream = stream.batch(rows)
     if cardinality >= 0 or cardinality == tf.data.INFINITE_CARDINALITY:
-        out = out.apply(tf.data.experimental.assert_cardinality(cardinality))
+        stream = stream.apply(tf.data.experimental.assert_cardinality(cardinality))
+
+    def pack(*flat):
+        info = flat[-1][0]
+        return tf.nest.pack_sequence_as(plan.last_spec, [t[:info[1]] for t in flat[:-1]]), info
+
+    return stream.map(pack)
+
+
+def _finish(plan, out):
     for op in plan.after:
         if type(op).__name__ == "_PrefetchDataset":
             size = tf.get_static_value(op._buffer_size)
@@ -206,32 +231,43 @@ def _finish(plan, out, order):
     return out
 
 
-def rewrite(plan):
-    """The rewritten dataset: elements {KEY_SPLIT: [lo, size, B, fingerprint],
-    KEY_DATA: this rank's rows of the global batch, decoded}."""
-    from tfmpi.transparent import shares
+def _remembered(key, keep, make):
+    """make(), or what it made for `key` before (the last _REMEMBER results are
+    kept, with `keep`, the objects whose ids the key holds, kept alive)."""
+    if key in _made:
+        _made.move_to_end(key)
+        return _made[key][1]
+    result = make()
+    _made[key] = (keep, result)
+    while len(_made) > _REMEMBER:
+        _made.popitem(last=False)
+    return result
 
-    if shares.enabled():
-        input_cuts_variable()  # made outside the pipeline's functions
+
+def rewrite(plan):
+    """The rewritten dataset, cut with the work shares in force now: elements
+    {KEY_SPLIT: [lo, size, B, fingerprint], KEY_DATA: this rank's rows of the
+    global batch, decoded}. Made once per pipeline and cuts: tracing its
+    functions again every pass would cost more than it saves."""
+    starts = _starts(plan.batch_size)
+    return _remembered(("sliced", id(plan.order), tuple(starts)), plan,
+                       lambda: _rewrite(plan, starts))
+
+
+def _rewrite(plan, starts):
+    lo_full, hi_full = int(starts[state.rank]), int(starts[state.rank + 1])
     check = batch_check.enabled()
 
-    def cut(*element):
-        flat = tf.nest.flatten(element)
-        batch = tf.shape(flat[0], out_type=tf.int64)[0]
-        lo, size = _bounds(batch)
-        # An empty slice still decodes one row (the batch's last), cut off
-        # after decoding, so the slice has its structure and shapes.
-        keep = tf.maximum(size, 1)
-        start = tf.minimum(lo, batch - keep)
-        rows = tuple(t[start:start + keep] for t in flat)
+    def select(flat, batch):
+        # A full batch is cut at `starts`; the last, short one in proportion,
+        # so no slice of it is longer than the rank's slice of a full batch.
+        lo = batch * lo_full // plan.batch_size
+        hi = batch * hi_full // plan.batch_size
         fp = batch_check.fingerprint(flat)[0] if check else tf.constant(0, tf.int64)
-        return rows, tf.stack([lo, size, batch, fp])
+        return lo, hi - lo, (batch, fp)
 
-    def decode(rows, split):
-        return _decoded(plan, rows, split[1], lambda data: {KEY_SPLIT: split, KEY_DATA: data})
-
-    order = plan.order.batch(plan.batch_size, drop_remainder=plan.drop_remainder)
-    return _finish(plan, order.map(cut).flat_map(decode), order)
+    stream = _stream(plan, select, max(1, hi_full - lo_full))
+    return _finish(plan, stream.map(lambda data, info: {KEY_SPLIT: info, KEY_DATA: data}))
 
 
 def rewrite_dealt(plan, batches):
@@ -239,20 +275,25 @@ def rewrite_dealt(plan, batches):
     elements, decoded; and how many batches that is per rank."""
     from tfmpi.transparent import per_rank
 
-    order, count = per_rank.deal(
-        plan.order.batch(plan.batch_size, drop_remainder=plan.drop_remainder), batches)
+    order = plan.order.batch(plan.batch_size, drop_remainder=plan.drop_remainder)
+    dealt, count = per_rank.deal(order, batches)
+    whole = plan._replace(order=dealt.unbatch())  # the dealt batches, element by element
 
-    def decode(*element):
-        flat = tf.nest.flatten(element)
-        return _decoded(plan, flat, tf.shape(flat[0], out_type=tf.int64)[0])
+    def select(flat, batch):
+        return tf.constant(0, tf.int64), batch, ()
 
-    return _finish(plan, order.flat_map(decode), order), count
+    stream = _stream(whole, select, plan.batch_size)
+    return _finish(plan, stream.map(lambda data, info: data)), count
 
 
 def plan_for(dataset):
     """The Plan for `dataset`, or None (the reason said once, where there is one)."""
     if not enabled() or not isinstance(dataset, tf.data.Dataset):
         return None
+    return _remembered(("plan", id(dataset)), dataset, lambda: _plan(dataset))
+
+
+def _plan(dataset):
     try:
         plan, reason = analyse(dataset)
     except AttributeError as e:  # a tf.data release whose internals differ
@@ -270,12 +311,6 @@ def plan_for_adapter(adapter):
     return plan_for(adapter.get_tf_dataset())
 
 
-def shard(dataset):
-    """`dataset` rewritten for this rank (Note [Sharded input]), or None."""
-    plan = plan_for(dataset)
-    return None if plan is None else rewrite(plan)
-
-
 def unwrap(data):
     """(slice, Split, fingerprint) for an element of a rewritten dataset, else None."""
     if not (isinstance(data, dict) and KEY_SPLIT in data):
@@ -287,15 +322,16 @@ def unwrap(data):
 
 
 class Pass:
-    """A rewritten dataset as Keras' epoch iterator holds it: each iterator it
-    makes first refreshes the cuts the pipeline reads."""
+    """A rewritten pipeline as Keras' epoch iterator holds it: every iterator
+    it makes is of a pipeline rewritten then, with the work shares in force
+    (Note [Sharded input])."""
 
-    def __init__(self, dataset):
-        self.dataset = dataset
+    def __init__(self, plan):
+        self.plan = plan
+        self.dataset = rewrite(plan)
 
     def __iter__(self):
-        refresh_cuts()
-        return iter(self.dataset)
+        return iter(rewrite(self.plan))
 
     def __getattr__(self, name):
         return getattr(self.dataset, name)
@@ -319,6 +355,6 @@ def install():
                                   "TFEpochIterator")
         plan = plan_for_adapter(self.data_adapter)
         if plan is not None:
-            self._distributed_dataset = Pass(rewrite(plan))
+            self._distributed_dataset = Pass(plan)
 
     TFEpochIterator.__init__ = __init__

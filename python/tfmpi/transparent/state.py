@@ -41,7 +41,3 @@ share_cuts = None
 
 # tf.Variable float64: the samples this rank computed since the last rebalance.
 samples_done = None
-
-# tf.Variable float64 [N + 1]: the cuts sharded input pipelines read, a copy
-# of share_cuts refreshed when an iterator is made (input_sharding.py).
-input_cuts = None
