@@ -284,8 +284,12 @@ def test_cleanup_after_the_body_returns_or_raises(need_cluster):
     _assert_clean(cluster.run_name, pids)
 
 
+# The child starts with Python's own SIGINT handler even where its parent ignores
+# SIGINT (a background job of a non-interactive shell does, and children inherit it;
+# a cluster whose previous handler ignores a signal only cleans up, harness.close).
 CHILD = """
-import json, sys, time
+import json, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {here!r})
 import harness
 cluster = harness.EmulatedCluster(hosts=2, cpu_quota=[None, 0.5], name_prefix={prefix!r}).start()
