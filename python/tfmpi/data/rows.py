@@ -3,10 +3,12 @@
 Note [The _tfmpi_rows hook]
 Every dataset tfmpi.data returns carries `_tfmpi_rows`, a `Rows`: the file's
 row count, the dataset of row indices in the order the rows come out
-(`index_dataset`, shuffled or not), and `from_indices(index_dataset)`, which
-reads the rows of any dataset of int64 scalar indices with the same element
-structure. Element-level sharding filters `index_dataset` down to a rank's
-slices of each global batch and reads only those rows. Shuffled, every
+(`index_dataset`, shuffled or not), `read(indices)`, the rows at a vector of
+indices in one op call, and `from_indices(index_dataset)`, which reads the
+rows of any dataset of int64 scalar indices with the same element structure.
+Sharded input (python/tfmpi/transparent/input_sharding.py) batches
+`index_dataset`, takes a rank's slice of each batch and reads only those rows
+with `read`. Shuffled, every
 iterator over `index_dataset` (through any pipeline built on it) draws the
 next permutation in the seed's sequence, so one process should build one
 pipeline per epoch from it, as the returned dataset does. It is internal: not
@@ -34,19 +36,16 @@ class Rows:
         self.chunk_rows = int(chunk_rows)
         self.index_dataset = index_dataset
 
-    def _read_chunk(self, indices):
+    def read(self, indices):
+        """The rows at `indices` (an int64 vector), batched, in one read op call."""
         columns = _lib.tfmpi_read_rows(tf.cast(indices, tf.int64), dtypes=self._dtypes,
                                        row_shapes=self._row_shapes, **self._attrs)
         return columns[0] if self._structure == "single" else tuple(columns)
 
-    def read(self, indices):
-        """The rows at `indices` (an int64 vector), batched, in one read op call."""
-        return self._read_chunk(indices)
-
     def from_indices(self, index_dataset):
         """The rows at the indices `index_dataset` yields, in its order."""
         return (index_dataset.batch(self.chunk_rows)
-                .map(self._read_chunk, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                .map(self.read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
                 .unbatch())
 
     def dataset(self):

@@ -58,7 +58,6 @@ TFMPI_INPUT_SHARDING=off turns the rewrite off.
 import collections
 import sys
 
-import numpy as np
 import tensorflow as tf
 
 from tfmpi.transparent import batch_check, batching, state
@@ -158,18 +157,11 @@ def analyse(dataset):
                 last_spec), None
 
 
-def _starts(batch_size):
-    """Where each rank's slice of a full batch starts (numpy int64 [N + 1], the
-    last entry the batch size): from the work shares in force now, else
-    B // N each (the formulas of shares.slice_bounds and batching.slice_bounds)."""
-    from tfmpi.transparent import shares
-
-    n = state.size
-    if shares.enabled():
-        cuts = shares.cuts_variable().numpy()
-        return np.floor(batch_size * cuts + 0.5).astype(np.int64)
-    sizes = [batch_size // n + (r < batch_size % n) for r in range(n)]
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+def _full_slice(batch_size):
+    """(first row, rows) of this rank's slice of a full batch, as the step
+    would cut it now (batching.slice_bounds: the work shares, or B // N each)."""
+    lo, size = batching.slice_bounds(tf.constant(batch_size, tf.int64))
+    return int(lo), int(size)
 
 
 def _apply(m, flat):
@@ -249,17 +241,16 @@ def rewrite(plan):
     {KEY_SPLIT: [lo, size, B, fingerprint], KEY_DATA: this rank's rows of the
     global batch, decoded}. Made once per pipeline and cuts: tracing its
     functions again every pass would cost more than it saves."""
-    starts = _starts(plan.batch_size)
-    return _remembered(("sliced", id(plan.order), tuple(starts)), plan,
-                       lambda: _rewrite(plan, starts))
+    lo, size = _full_slice(plan.batch_size)
+    return _remembered(("sliced", id(plan.order), lo, size), plan,
+                       lambda: _rewrite(plan, lo, lo + size))
 
 
-def _rewrite(plan, starts):
-    lo_full, hi_full = int(starts[state.rank]), int(starts[state.rank + 1])
+def _rewrite(plan, lo_full, hi_full):
     check = batch_check.enabled()
 
     def select(flat, batch):
-        # A full batch is cut at `starts`; the last, short one in proportion,
+        # A full batch is cut as the step would; the last, short one in proportion,
         # so no slice of it is longer than the rank's slice of a full batch.
         lo = batch * lo_full // plan.batch_size
         hi = batch * hi_full // plan.batch_size
