@@ -109,6 +109,18 @@ def variable_split():
     return Split(v[0], v[1], v[2], None)
 
 
+def empty_slice():
+    """A bool tensor, true while this rank's slice of the current batch is
+    empty (a batch smaller than N, or a share that rounds to no rows); None
+    outside a split step and before any custom loop was split."""
+    split = traced_split()
+    if split is None or tf.executing_eagerly():
+        if state.split is None:
+            return None
+        split = variable_split()
+    return tf.logical_and(tf.greater(split.total, 0), tf.equal(split.size, 0))
+
+
 def slice_bounds(batch_size):
     """(start, size) of this rank's slice of a batch of `batch_size` (int tensors):
     from the work shares (shares.py) where they are adaptive, else B // N each."""

@@ -39,7 +39,8 @@ def globalize(local):
 
     @tf.custom_gradient
     def f(x):
-        weighted = x * tf.cast(batching.weight_variable(), x.dtype)
+        # multiply_no_nan: a mean over an empty slice is NaN and weighs 0
+        weighted = tf.math.multiply_no_nan(x, tf.cast(batching.weight_variable(), x.dtype))
         total = tops.allreduce(weighted, op="sum", name=name)
 
         def grad(upstream):  # the optimizer weights and sums the local gradients

@@ -12,13 +12,18 @@ Evaluation and prediction always split the batch (steps.py), also in
 per-rank batch mode, so every sample is counted exactly once. Code that runs
 on rank 0 alone (Note [Rank-0 sections], rank0.py) reads rank 0's own state.
 Losses: see losses.py.
+A rank whose slice of a batch is empty (a batch smaller than N, or a work
+share that rounds to no rows) still runs the step; a mean it takes over its
+slice is NaN. Its weight is zero everywhere (gradients, losses), and a NaN it
+passes to a Mean or Sum metric counts as zero, so no metric state is
+poisoned by a slice that holds no samples (zero_nan_on_empty_slice).
 """
 
 import functools
 
 import tensorflow as tf
 
-from tfmpi.transparent import collectives, flags, rank0, state
+from tfmpi.transparent import batching, collectives, flags, rank0, state
 
 SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
 
@@ -74,6 +79,23 @@ def _wrap_result(original):
     return result
 
 
+def zero_nan_on_empty_slice(update_state):
+    """Wraps a Mean/Sum update_state(values, sample_weight): on an empty slice
+    NaN values (a mean over no samples) are added as zero."""
+    @functools.wraps(update_state)
+    def wrapper(self, values, sample_weight=None, *args, **kwargs):
+        empty = None if state.size == 1 or rank0.inside() else batching.empty_slice()
+        if empty is not None and tf.is_tensor(values) and values.dtype.is_floating:
+            mask = getattr(values, "_keras_mask", None)
+            values = tf.where(tf.logical_and(empty, tf.math.is_nan(values)),
+                              tf.zeros_like(values), values)
+            if mask is not None:
+                values._keras_mask = mask
+        return update_state(self, values, sample_weight, *args, **kwargs)
+
+    return wrapper
+
+
 def all_subclasses(cls):
     seen, todo = [], [cls]
     while todo:
@@ -107,8 +129,11 @@ def wrap_metric_results(Metric, wrap):
 
 def install():
     import keras  # noqa: F401  (loads every built-in metric class)
+    from keras.src.metrics import reduction_metrics
     from keras.src.metrics.metric import Metric
     from keras.src.trainers.trainer import Trainer
 
     Trainer.get_metrics_result = _wrap_get_metrics_result(Trainer.get_metrics_result)
     wrap_metric_results(Metric, _wrap_result)
+    for cls in (reduction_metrics.Sum, reduction_metrics.Mean):
+        cls.update_state = zero_nan_on_empty_slice(cls.update_state)
