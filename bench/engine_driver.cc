@@ -5,7 +5,7 @@
 #include <cmath>
 #include <thread>
 
-#include "tfmpi/transport/mpi/mpi_factory.h"
+#include "tfmpi/runtime/mpi_factory.h"
 
 namespace tfmpi::bench {
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "typed_values.h"
-#include "tfmpi/transport/mpi/mpi_factory.h"
+#include "tfmpi/runtime/mpi_factory.h"
 
 namespace tfmpi::mpitest {
 

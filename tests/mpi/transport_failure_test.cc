@@ -13,7 +13,7 @@
 #include "forwarding_communicator.h"
 #include "tfmpi/engine/completion.h"
 #include "tfmpi/engine/engine.h"
-#include "tfmpi/transport/mpi/mpi_factory.h"
+#include "tfmpi/runtime/mpi_factory.h"
 
 namespace tfmpi {
 namespace {

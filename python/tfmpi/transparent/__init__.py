@@ -30,8 +30,9 @@ def activate():
     state.active = True
     state.options = config.load()
 
-    from tfmpi.transparent import output, seeds, import_hooks
+    from tfmpi.transparent import output, seeds, import_hooks, threads
 
+    threads.apply(state.options, tfmpi._core, state.rank, tfmpi.local_rank(), tfmpi.local_size())
     output.configure(state.rank, state.options)
     seeds.agree_on_seed(state.options)
     import_hooks.install()

@@ -15,6 +15,8 @@ class Options:
     shares: str = "adaptive"         # "adaptive": slices follow measured speeds; "equal": B // N each
     rebalance_steps: int = 10        # adaptive shares are revised every this many steps (0: never)
     input_sharding: bool = True      # each rank decodes only its slices' samples (input_sharding.py)
+    threads: str = "auto"            # "auto": thread pools sized to the rank's part of its host (threads.py)
+    bind_cores: bool = False         # each rank keeps only its own CPUs (threads.py)
 
 
 def _bool(name, default):
@@ -50,6 +52,9 @@ def load():
     if not every.isdigit():
         raise SystemExit(f"tfmpi: invalid value {every!r} for TFMPI_REBALANCE_STEPS: expected a whole "
                          "number of steps (0: keep the first shares)")
+    threads = os.environ.get("TFMPI_THREADS", "auto").strip().lower()
+    if threads not in ("auto", "off"):
+        raise SystemExit(f"tfmpi: invalid value {threads!r} for TFMPI_THREADS: expected auto or off")
     return Options(batch_mode=mode,
                    all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
                    sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
@@ -58,4 +63,6 @@ def load():
                    allow_untested_versions=_bool("TFMPI_ALLOW_UNTESTED_VERSIONS", False),
                    shares=shares,
                    rebalance_steps=int(every),
-                   input_sharding=_bool("TFMPI_INPUT_SHARDING", True))
+                   input_sharding=_bool("TFMPI_INPUT_SHARDING", True),
+                   threads=threads,
+                   bind_cores=_bool("TFMPI_BIND_CORES", False))

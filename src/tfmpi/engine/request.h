@@ -1,5 +1,5 @@
-// Requests (what a caller hands the engine) and responses (what negotiation
-// decides about a tensor).
+// Requests: what a caller hands the engine (the negotiated part, TensorMeta,
+// and the Response negotiation decides are in common/tensor_meta.h).
 #pragma once
 
 #include <chrono>
@@ -9,34 +9,12 @@
 #include <vector>
 
 #include "tfmpi/common/status.h"
+#include "tfmpi/common/tensor_meta.h"
 #include "tfmpi/common/types.h"
 
 namespace tfmpi {
 
 using Clock = std::chrono::steady_clock;
-
-// The part of a request that ranks negotiate about. Ranks must agree on all
-// of it, except that an allgather's first dimension may differ per rank.
-struct TensorMeta {
-  std::string name;
-  CollectiveKind kind = CollectiveKind::kAllreduce;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;  // allreduce only
-  int root = 0;                  // broadcast only
-  Shape shape;
-
-  std::size_t bytes() const {
-    return static_cast<std::size_t>(NumElements(shape)) * DataTypeSize(dtype);
-  }
-  bool operator==(const TensorMeta& o) const {
-    return name == o.name && kind == o.kind && dtype == o.dtype && op == o.op &&
-           root == o.root && shape == o.shape;
-  }
-  bool operator!=(const TensorMeta& o) const { return !(*this == o); }
-};
-
-// "allreduce(sum) float32[3, 4]", "broadcast(root 1) int32[5]".
-std::string DescribeMeta(const TensorMeta& meta);
 
 using DoneCallback = std::function<void(const Status&)>;
 // Allgather output: called on the background thread with the gathered shape;
@@ -56,14 +34,5 @@ struct Request {
 // most once. An exception the callback throws does not escape: it comes back
 // as an Internal status naming the tensor (Note [Engine errors]).
 Status Complete(Request& request, const Status& status);
-
-// The decision negotiation reaches about one tensor: run it (with the agreed
-// meta) or fail it on every rank with `error`.
-struct Response {
-  TensorMeta meta;
-  std::vector<std::int64_t> first_dims;  // allgather: each rank's first dimension
-  std::string error;                     // empty: OK
-  bool ok() const { return error.empty(); }
-};
 
 }  // namespace tfmpi

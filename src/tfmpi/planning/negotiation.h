@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "tfmpi/engine/request.h"
+#include "tfmpi/common/tensor_meta.h"
 
 namespace tfmpi::planning {
 

@@ -3,7 +3,7 @@
 #include <memory>
 #include <mutex>
 
-#include "tfmpi/transport/mpi/mpi_factory.h"
+#include "tfmpi/runtime/mpi_factory.h"
 
 namespace tfmpi {
 namespace {

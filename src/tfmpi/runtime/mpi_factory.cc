@@ -1,4 +1,4 @@
-#include "tfmpi/transport/mpi/mpi_factory.h"
+#include "tfmpi/runtime/mpi_factory.h"
 
 #include "tfmpi/transport/mpi/mpi_communicator.h"
 

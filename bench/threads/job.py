@@ -1,0 +1,66 @@
+"""One timed training run for bench/threads/run.py: a small MLP, CNN or
+bidirectional LSTM on synthetic data, trained with model.fit at a fixed global
+batch, TensorFlow's thread pools left at whatever the run was given. Prints
+"STEP_MS <median ms per step, first 5 steps excluded>" (rank 0 under tfmpirun).
+
+    python job.py {mlp,cnn,lstm} [--steps N]
+"""
+
+import argparse
+import time
+
+import numpy as np
+import keras
+
+MODELS = {
+    # name: (global batch, inputs, model builder)
+    "mlp": (128, lambda n: np.random.rand(n, 784).astype("float32"),
+            lambda: keras.Sequential([keras.Input((784,)), keras.layers.Dense(512, activation="relu"),
+                                      keras.layers.Dense(512, activation="relu"),
+                                      keras.layers.Dense(10)])),
+    "cnn": (64, lambda n: np.random.rand(n, 32, 32, 1).astype("float32"),
+            lambda: keras.Sequential([keras.Input((32, 32, 1)),
+                                      keras.layers.Conv2D(32, 3, activation="relu"),
+                                      keras.layers.MaxPooling2D(),
+                                      keras.layers.Conv2D(64, 3, activation="relu"),
+                                      keras.layers.MaxPooling2D(), keras.layers.Flatten(),
+                                      keras.layers.Dense(128, activation="relu"),
+                                      keras.layers.Dense(10)])),
+    "lstm": (32, lambda n: np.random.randint(0, 5000, (n, 64)),
+             lambda: keras.Sequential([keras.Input((64,), dtype="int32"),
+                                       keras.layers.Embedding(5000, 32),
+                                       keras.layers.Bidirectional(keras.layers.LSTM(32)),
+                                       keras.layers.Dense(10)])),
+}
+
+
+class StepTimes(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.times = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.times.append(time.perf_counter() - self.start)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("--steps", type=int, default=40)
+    args = parser.parse_args()
+    keras.utils.set_random_seed(1)
+    batch, inputs, build = MODELS[args.model]
+    n = batch * args.steps
+    x, y = inputs(n), np.random.randint(0, 10, n)
+    model = build()
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    timer = StepTimes()
+    model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[timer])
+    print(f"STEP_MS {1000 * float(np.median(timer.times[5:])):.2f}", flush=True)
+
+
+main()
