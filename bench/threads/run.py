@@ -11,12 +11,12 @@ table.
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from step_timing import job_command, step_ms  # noqa: E402
+
 CONFIGS = [
     # (label, launcher prefix or None for 1 process, environment)
     ("1 process, all cores", None, {}),
@@ -27,15 +27,10 @@ CONFIGS = [
 
 
 def run(model, np_, steps, launcher, env):
-    cmd = [sys.executable, os.path.join(HERE, "job.py"), model, "--steps", str(steps)]
+    cmd = job_command(model, steps)
     if launcher:
         cmd = ["tfmpirun", "-np", str(np_)] + cmd
-    full = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TFMPI_SHARES": "equal", **env}
-    r = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=900)
-    m = re.search(r"STEP_MS ([0-9.]+)", r.stdout)
-    if r.returncode != 0 or not m:
-        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
-    return float(m.group(1))
+    return step_ms(cmd, {"TFMPI_SHARES": "equal", **env})
 
 
 def main():

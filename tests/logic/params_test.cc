@@ -47,7 +47,7 @@ TEST(ResolveEngineOptions, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(o.cache_capacity, 1024u);
   EXPECT_EQ(o.timeline_path, "");
   EXPECT_DOUBLE_EQ(o.stall_warning_seconds, 60);
-  EXPECT_EQ(o.max_message_elements, 2147483647u);
+  EXPECT_EQ(o.max_message_elements, 0u);  // chosen per world size
   EXPECT_EQ(o.log_level, LogLevel::kWarning);
 }
 
@@ -132,7 +132,7 @@ TEST(ResolveEngineOptions, OutOfRangeIsRejectedWithTheRange) {
       {"TFMPI_CACHE_CAPACITY", "-1", "[0, 1048576]"},
       {"TFMPI_CYCLE_TIME_MS", "1001", "[0, 1000]"},
       {"TFMPI_CYCLE_TIME_MS", "-0.5", "[0, 1000]"},
-      {"TFMPI_MAX_MESSAGE_ELEMENTS", "0", "[1, 2147483647]"},
+      {"TFMPI_MAX_MESSAGE_ELEMENTS", "-1", "[0, 2147483647]"},
       {"TFMPI_FUSION_THRESHOLD", "-1K", "[0, 1099511627776]"},
       {"TFMPI_FUSION_THRESHOLD", "2T", "[0, 1099511627776]"},
       {"TFMPI_FUSION_THRESHOLD", "99999999999T", "[0, 1099511627776]"},  // overflows int64
@@ -214,6 +214,16 @@ TEST(ParamRegistry, TableListsEveryEngineParameterWithItsDescription) {
     EXPECT_FALSE(spec.description.empty()) << spec.name;
   }
   EXPECT_TRUE(Contains(table, {"(default)"}));
+}
+
+TEST(MessageElementsFor, OneMebibyteAtTwoRanksGrowingWithTheRanks) {  // Note [Message size]
+  EXPECT_EQ(MessageElementsFor(0, 1), 262144u);
+  EXPECT_EQ(MessageElementsFor(0, 2), 262144u);
+  EXPECT_EQ(MessageElementsFor(0, 4), 524288u);
+  EXPECT_EQ(MessageElementsFor(0, 64), 8388608u);
+  EXPECT_EQ(MessageElementsFor(0, 1 << 20), 2147483647u);  // never past one MPI count
+  EXPECT_EQ(MessageElementsFor(0, 0), 262144u);
+  EXPECT_EQ(MessageElementsFor(1000, 64), 1000u);  // what the user set wins
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tfmpi/engine/options.h"
 
+#include <algorithm>
 #include <map>
 
 namespace tfmpi {
@@ -42,13 +43,21 @@ const ParamRegistry& EngineParams() {
        "warning. tfmpirun also has Open MPI give up an unreachable host after 0.6 times this. "
        "0 disables the heartbeats.",
        {}},
-      {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "2147483647", 1, 2147483647, {},
-       "Largest element count in one MPI call; larger tensors are split into chunks.", {}},
+      {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "0", 0, 2147483647, {},
+       "Largest element count in one MPI call; larger tensors and fused buffers are split "
+       "into chunks. 0: max(262144, 131072 x ranks), Note [Message size].", {}},
       {"TFMPI_LOG_LEVEL", ParamType::kChoice, "warning", 0, 0,
        {"trace", "debug", "info", "warning", "error", "off"},
        "Engine log level; messages go to stderr tagged with the rank.", {}},
   });
   return registry;
+}
+
+std::size_t MessageElementsFor(std::size_t configured, int world_size) {
+  if (configured > 0) return configured;
+  constexpr std::size_t kFloor = 262144, kPerRank = 131072, kMax = 2147483647;
+  const std::size_t n = world_size > 0 ? static_cast<std::size_t>(world_size) : 1;
+  return std::min(kMax, std::max(kFloor, kPerRank * n));
 }
 
 Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out) {

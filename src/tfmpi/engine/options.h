@@ -18,7 +18,7 @@ struct EngineOptions {
   double stall_warning_seconds = 60;
   double stall_timeout_seconds = 10;  // Note [Deadlock]
   double peer_timeout_seconds = 45;   // Note [Lost peers]
-  std::size_t max_message_elements = 2147483647;
+  std::size_t max_message_elements = 0;  // 0: MessageElementsFor picks (Note [Message size])
   LogLevel log_level = LogLevel::kWarning;
 };
 
@@ -27,5 +27,18 @@ const ParamRegistry& EngineParams();
 
 // Resolves every parameter through `lookup` (normally the environment).
 Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out);
+
+// Note [Message size]
+// Big tensors and fused buffers go to MPI in chunks of at most this many
+// elements. One huge MPI_Allreduce was slower than 1 MiB pieces on shared
+// memory (docs/performance.md, "How big an MPI call": 9-14% of the step of a
+// 42 M parameter model at -np 2), but pieces must not get so small that
+// latency dominates on a network: a ring allreduce of S bytes over N ranks
+// moves 2(N-1) segments of S/N bytes, so its efficiency against one unchunked
+// call is about 1 / (1 + N alpha beta / S) (alpha the latency, beta the
+// bandwidth). With alpha = 5 us and beta = 12.5 GB/s (100 Gbit/s), S >=
+// 512 KiB x N keeps it near 90%. Hence the default: max(262144, 131072 x N)
+// float32 elements, i.e. max(1 MiB, 512 KiB x N). A value the user sets wins.
+std::size_t MessageElementsFor(std::size_t configured, int world_size);
 
 }  // namespace tfmpi

@@ -1,5 +1,7 @@
 #include "tfmpi/runtime/mpi_factory.h"
 
+#include <mpi.h>
+
 #include "tfmpi/transport/mpi/mpi_communicator.h"
 
 namespace tfmpi {
@@ -46,11 +48,14 @@ class OwningMpiCommunicator final : public Communicator {
 
 CommunicatorFactory MakeMpiCommunicatorFactory(const EngineOptions& options) {
   MpiOptions mpi_options;
-  mpi_options.max_message_elements = options.max_message_elements;
   mpi_options.watchdog.timeout_seconds = options.peer_timeout_seconds;
-  return [mpi_options](std::unique_ptr<Communicator>* out) -> Status {
+  const std::size_t configured = options.max_message_elements;
+  return [mpi_options, configured](std::unique_ptr<Communicator>* out) mutable -> Status {
     std::unique_ptr<MpiEnvironment> env;
     TFMPI_RETURN_IF_ERROR(MpiEnvironment::Create(&env));
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    mpi_options.max_message_elements = MessageElementsFor(configured, world);
     std::unique_ptr<MpiCommunicator> comm;
     TFMPI_RETURN_IF_ERROR(MpiCommunicator::Create(MPI_COMM_WORLD, mpi_options, &comm));
     *out = std::make_unique<OwningMpiCommunicator>(std::move(env), std::move(comm));

@@ -1,9 +1,10 @@
-"""One timed training run for bench/threads/run.py: a small MLP, CNN or
-bidirectional LSTM on synthetic data, trained with model.fit at a fixed global
-batch, TensorFlow's thread pools left at whatever the run was given. Prints
+"""One timed training run for bench/threads/run.py and bench/messages/run.py:
+a small MLP, CNN or bidirectional LSTM, or a communication-heavy MLP of 42 M
+parameters, on synthetic data, trained with model.fit at a fixed global batch,
+TensorFlow's thread pools left at whatever the run was given. Prints
 "STEP_MS <median ms per step, first 5 steps excluded>" (rank 0 under tfmpirun).
 
-    python job.py {mlp,cnn,lstm} [--steps N]
+    python bench/step_job.py {mlp,cnn,lstm,mlp42m} [--steps N]
 """
 
 import argparse
@@ -26,6 +27,12 @@ MODELS = {
                                       keras.layers.MaxPooling2D(), keras.layers.Flatten(),
                                       keras.layers.Dense(128, activation="relu"),
                                       keras.layers.Dense(10)])),
+    # 2048 -> 4096 -> 4096 -> 4096 -> 10: 42 M parameters, 168 MB of float32 gradients
+    "mlp42m": (64, lambda n: np.random.rand(n, 2048).astype("float32"),
+               lambda: keras.Sequential([keras.Input((2048,))]
+                                        + [keras.layers.Dense(4096, activation="relu")
+                                           for _ in range(3)]
+                                        + [keras.layers.Dense(10)])),
     "lstm": (32, lambda n: np.random.randint(0, 5000, (n, 64)),
              lambda: keras.Sequential([keras.Input((64,), dtype="int32"),
                                        keras.layers.Embedding(5000, 32),
