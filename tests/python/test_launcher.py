@@ -16,7 +16,8 @@ EVERY_OPTION = ["-np", "--num-proc", "-H", "--hosts", "--hostfile", "--verbose",
                 "--mpirun", "--mpi-flavor", "--mpi-args", "--dry-run", "--help", "--version",
                 "--placement", "--probe-json", "--probe-timeout"]
 EVERY_VARIABLE = ["TFMPI_TRANSPARENT", "PYTHONPATH", "TFMPI_SEED", "TFMPI_BATCH_MODE",
-                  "TFMPI_SYNC_BATCHNORM", "TFMPI_ALL_RANKS_OUTPUT", "TFMPI_PROBE_SPEEDS"]
+                  "TFMPI_SYNC_BATCHNORM", "TFMPI_ALL_RANKS_OUTPUT", "TFMPI_PROBE_SPEEDS",
+                  "TFMPI_THREADS", "TFMPI_BIND_CORES"]
 PYTHON = sys.executable
 
 

@@ -30,7 +30,12 @@ def apply(options, core, rank, local_rank, local_size):
     for name, value in values.items():
         os.environ.setdefault(name, str(value))
     if plan["bind_cpus"]:
-        core.bind_process(plan["bind_cpus"])
+        try:
+            core.bind_process(plan["bind_cpus"])
+        except RuntimeError as e:  # the run goes on unbound, as without TFMPI_BIND_CORES
+            print(f"tfmpi: rank {rank}: could not bind to CPUs {plan['bind_cpus']}: {e}",
+                  file=sys.stderr, flush=True)
+            plan = {**plan, "bind_cpus": []}
     if rank == 0:
         bound = f", bound to CPUs {plan['bind_cpus']}" if plan["bind_cpus"] else ""
         kept_text = f"; kept the user's {', '.join(kept)}" if kept else ""
