@@ -42,6 +42,11 @@ KINDS = {
     # fit, then a custom loop; tf_keras: fit only (its default RNG is not exact in custom
     # loops, docs/transparent.md)
     "random_layers": (["train_random.py"], {}, (2, 3), ()),
+    # shares fixed at 1 : 1 : 0.1 (as if probed): rank 2's share of the ragged last batch
+    # (5 rows) rounds to nothing, so it is moved to give it a row (Note [Work shares])
+    "random_layers_uneven_shares": (["train_random.py", "fit"],
+                                    {"TFMPI_PROBE_SPEEDS": "1,1,0.1", "TFMPI_REBALANCE_STEPS": "0"},
+                                    (3,), ()),
     "tf_keras_random_layers_fit": (["train_random.py", "fit"], {}, (), (2,)),
     "gan_two_optimizers": (["train_gan.py"], {}, (2, 3), ()),
     "add_loss_subclassed_and_dict_inputs": (["train_add_loss.py"], {}, (2, 3), ()),

@@ -13,10 +13,11 @@ import pytest
 
 pytest.importorskip("tensorflow", reason="the thread-pool tests run TensorFlow under tfmpirun")
 
-# Prints this rank's view as one JSON line: the variables, its CPUs, and the
-# compute threads TensorFlow started after running a small graph.
+# Writes this rank's view to OUT_DIR/view-<pid>.json (files, not stdout: the
+# ranks' lines can interleave): the variables, its CPUs, and the compute
+# threads TensorFlow started after running a small graph.
 SCRIPT = r"""
-import collections, json, os
+import collections, json, os, sys
 import tensorflow as tf
 x = tf.random.normal((256, 256))
 @tf.function
@@ -26,18 +27,20 @@ for _ in range(3):
     f(x)
 names = collections.Counter(open(f"/proc/self/task/{t}/comm").read().strip()
                             for t in os.listdir("/proc/self/task"))
-print("VIEW " + json.dumps({
+view = json.dumps({
     "intra": os.environ.get("TF_NUM_INTRAOP_THREADS"),
     "inter": os.environ.get("TF_NUM_INTEROP_THREADS"),
     "omp": os.environ.get("OMP_NUM_THREADS"),
     "cpus": sorted(os.sched_getaffinity(0)),
-    "compute_threads": names.get("tf_Compute", 0)}), flush=True)
+    "compute_threads": names.get("tf_Compute", 0)})
+with open(os.path.join(sys.argv[1], f"view-{os.getpid()}.json"), "w") as f:
+    f.write(view)
 """
 
 CPUS = len(os.sched_getaffinity(0))
 
 
-def _views(tmp_path, np_, env=None, extra_env_unset=()):
+def _views(tmp_path, np_, env=None):
     script = tmp_path / "view.py"
     script.write_text(SCRIPT)
     exe = shutil.which("tfmpirun")
@@ -46,13 +49,15 @@ def _views(tmp_path, np_, env=None, extra_env_unset=()):
             if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")}
     full.update({"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
     try:
-        r = subprocess.run([exe, "-np", str(np_), "--all-ranks-output", "python", str(script)],
+        out = tmp_path / f"views-{len(list(tmp_path.iterdir()))}"
+        out.mkdir()
+        r = subprocess.run([exe, "-np", str(np_), "python", str(script), str(out)],
                            capture_output=True, text=True, timeout=240, env=full)
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"tfmpirun -np {np_} timed out (a hang)") from e
     assert r.returncode == 0, r.stdout + r.stderr
-    views = [json.loads(line.split("VIEW ", 1)[1]) for line in r.stdout.splitlines() if "VIEW " in line]
-    assert len(views) == np_, r.stdout
+    views = [json.loads(p.read_text()) for p in sorted(out.glob("view-*.json"))]
+    assert len(views) == np_, (r.stdout, r.stderr)
     return views, r.stderr
 
 

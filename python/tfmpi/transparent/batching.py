@@ -121,6 +121,15 @@ def empty_slice():
     return tf.logical_and(tf.greater(split.total, 0), tf.equal(split.size, 0))
 
 
+def all_slice_bounds(batch_size):
+    """The N + 1 bounds of every rank's slice of a batch of `batch_size` (an
+    int tensor), as slice_bounds cuts it."""
+    if shares.enabled():
+        return shares.bounds(batch_size)
+    i = tf.range(state.size + 1, dtype=batch_size.dtype)
+    return i * (batch_size // state.size) + tf.minimum(i, batch_size % state.size)
+
+
 def slice_bounds(batch_size):
     """(start, size) of this rank's slice of a batch of `batch_size` (int tensors):
     from the work shares (shares.py) where they are adaptive, else B // N each."""

@@ -29,7 +29,8 @@ through f_1 ... f_k as ordinary element-wise maps (the script's parallelism,
 in order) and batched again by the size of the rank's slice of a full batch:
 the pipeline streams, with no dataset made per batch. Only the last batch of
 a dataset is short, and it is cut in proportion (rows [b * L_r // B,
-b * L_{r+1} // B) where L_r is where rank r's slice of a full batch starts),
+b * L_{r+1} // B) where L_r is where rank r's slice of a full batch starts,
+moved so that every slice keeps a row when b >= N: shares.at_least_one_row),
 so none of its slices is longer than the rank's full slice and batching the
 stream gives back exactly one slice per batch. Any contiguous partition in
 rank order gives the 1-process math (weights s_i / b); every rank computes
@@ -60,7 +61,7 @@ import sys
 
 import tensorflow as tf
 
-from tfmpi.transparent import batch_check, batching, state
+from tfmpi.transparent import batch_check, batching, shares, state
 
 KEY_SPLIT = "tfmpi_slice_split"
 KEY_DATA = "tfmpi_slice_data"
@@ -157,11 +158,10 @@ def analyse(dataset):
                 last_spec), None
 
 
-def _full_slice(batch_size):
-    """(first row, rows) of this rank's slice of a full batch, as the step
-    would cut it now (batching.slice_bounds: the work shares, or B // N each)."""
-    lo, size = batching.slice_bounds(tf.constant(batch_size, tf.int64))
-    return int(lo), int(size)
+def _full_bounds(batch_size):
+    """The N + 1 bounds of the ranks' slices of a full batch, as the step would
+    cut it now (batching.all_slice_bounds: the work shares, or B // N each)."""
+    return tuple(int(v) for v in batching.all_slice_bounds(tf.constant(batch_size, tf.int64)))
 
 
 def _apply(m, flat):
@@ -241,23 +241,23 @@ def rewrite(plan):
     {KEY_SPLIT: [lo, size, B, fingerprint], KEY_DATA: this rank's rows of the
     global batch, decoded}. Made once per pipeline and cuts: tracing its
     functions again every pass would cost more than it saves."""
-    lo, size = _full_slice(plan.batch_size)
-    return _remembered(("sliced", id(plan.order), lo, size), plan,
-                       lambda: _rewrite(plan, lo, lo + size))
+    full = _full_bounds(plan.batch_size)
+    return _remembered(("sliced", id(plan.order), full), plan, lambda: _rewrite(plan, full))
 
 
-def _rewrite(plan, lo_full, hi_full):
+def _rewrite(plan, full):
     check = batch_check.enabled()
+    r = state.rank
 
     def select(flat, batch):
-        # A full batch is cut as the step would; the last, short one in proportion,
+        # A full batch is cut as the step would; the last, short one in proportion
+        # (every slice keeps a row where the batch has N: shares.at_least_one_row),
         # so no slice of it is longer than the rank's slice of a full batch.
-        lo = batch * lo_full // plan.batch_size
-        hi = batch * hi_full // plan.batch_size
+        cut = shares.at_least_one_row(batch * tf.constant(full, tf.int64) // plan.batch_size, batch)
         fp = batch_check.fingerprint(flat)[0] if check else tf.constant(0, tf.int64)
-        return lo, hi - lo, (batch, fp)
+        return cut[r], cut[r + 1] - cut[r], (batch, fp)
 
-    stream = _stream(plan, select, max(1, hi_full - lo_full))
+    stream = _stream(plan, select, max(1, full[r + 1] - full[r]))
     return _finish(plan, stream.map(lambda data, info: {KEY_SPLIT: info, KEY_DATA: data}))
 
 

@@ -86,13 +86,31 @@ def samples_variable():
         0.0, trainable=False, dtype=tf.float64, name="tfmpi_samples_done"))
 
 
-def slice_bounds(batch_size):
-    """(start, size) of this rank's slice of a batch of `batch_size`, from the cuts."""
+def at_least_one_row(bounds, batch_size):
+    """The N + 1 slice bounds `bounds` of a batch of `batch_size`, moved so that
+    every slice has a row when the batch has N rows or more (Note [Work shares],
+    src/tfmpi/planning/shares.h: each bound at least one past the one before,
+    at most where the remaining ranks still get a row each). Unchanged where
+    every slice already has a row, and for a batch smaller than N."""
+    n = state.size
+    i = tf.range(n + 1, dtype=bounds.dtype)
+    pushed = i + tf.scan(tf.maximum, bounds - i)
+    capped = tf.minimum(pushed, batch_size - (n - i))
+    return tf.where(batch_size >= n, capped, bounds)
+
+
+def bounds(batch_size):
+    """The N + 1 bounds of every rank's slice of a batch of `batch_size`, from the cuts."""
     cuts = tf.convert_to_tensor(cuts_variable())
     b = tf.cast(batch_size, tf.float64)
-    lo = tf.cast(tf.floor(b * cuts[state.rank] + 0.5), batch_size.dtype)
-    hi = tf.cast(tf.floor(b * cuts[state.rank + 1] + 0.5), batch_size.dtype)
-    return lo, hi - lo
+    raw = tf.cast(tf.floor(b * cuts + 0.5), batch_size.dtype)
+    return at_least_one_row(raw, tf.convert_to_tensor(batch_size))
+
+
+def slice_bounds(batch_size):
+    """(start, size) of this rank's slice of a batch of `batch_size`, from the cuts."""
+    v = bounds(batch_size)
+    return v[state.rank], v[state.rank + 1] - v[state.rank]
 
 
 def record_samples(split):

@@ -43,6 +43,14 @@ std::vector<std::int64_t> SliceBounds(const std::vector<double>& fractions, std:
   for (std::size_t i = 0; i < cuts.size(); ++i) {
     bounds[i] = static_cast<std::int64_t>(std::floor(static_cast<double>(batch) * cuts[i] + 0.5));
   }
+  // Every slice has a row when the batch has N rows or more.
+  const std::int64_t n = static_cast<std::int64_t>(fractions.size());
+  if (batch >= n) {
+    for (std::size_t i = 1; i < bounds.size(); ++i) bounds[i] = std::max(bounds[i], bounds[i - 1] + 1);
+    for (std::size_t i = bounds.size(); i-- > 0;) {
+      bounds[i] = std::min(bounds[i], batch - (n - static_cast<std::int64_t>(i)));
+    }
+  }
   return bounds;
 }
 

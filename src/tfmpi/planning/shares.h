@@ -16,8 +16,16 @@
 //   the cuts in a variable and evaluates the same formula inside the compiled
 //   step (python/tfmpi/transparent/shares.py): new shares are a new value of
 //   the variable, never a new trace.
-// * A rank of speed 0 (or too slow to matter) gets fraction 0 and computes
-//   nothing; it still takes part in every collective. Where every speed is 0
+// * Every slice has a row when the batch has N rows or more: each bound is
+//   moved to at least one past the one before (b_i = max(b_i, b_{i-1} + 1),
+//   left to right) and at most where the ranks after it still get a row each
+//   (b_i = min(b_i, b - (N - i))). Where every slice already has a row nothing
+//   moves. An empty slice is not only wasted: TensorFlow 2.21's conv2d returns
+//   a tensor of its input's shape for an empty batch (the gradient then fails
+//   on that rank), and a mean over no rows is NaN.
+// * A rank of speed 0 (or too slow to matter) gets fraction 0: one row of
+//   each batch (above), none of a batch smaller than N; it still takes part
+//   in every collective. Where every speed is 0
 //   or unknown, the shares are equal.
 // * Rebalancer turns measured compute times into new fractions: it smooths the
 //   per-sample times (exponentially, `smoothing` the weight of the newest
