@@ -47,6 +47,9 @@ KINDS = {
     "random_layers_uneven_shares": (["train_random.py", "fit"],
                                     {"TFMPI_PROBE_SPEEDS": "1,1,0.1", "TFMPI_REBALANCE_STEPS": "0"},
                                     (3,), ()),
+    # every pass (fit and evaluate) ends with a batch of one sample: two ranks run the
+    # convolution on an empty slice (Note [Empty slices], empty_batch.py)
+    "random_layers_last_batch_of_one": (["train_random.py", "fit", "1793"], {}, (3,), ()),
     "tf_keras_random_layers_fit": (["train_random.py", "fit"], {}, (), (2,)),
     "gan_two_optimizers": (["train_gan.py"], {}, (2, 3), ()),
     "add_loss_subclassed_and_dict_inputs": (["train_add_loss.py"], {}, (2, 3), ()),

@@ -206,7 +206,7 @@ def _replace(owner, name, wrap):
         setattr(owner, name, wrap(original))
 
 
-def _replace_api(owner, name, wrap):
+def replace_api(owner, name, wrap):
     """Like _replace, in every namespace of TensorFlow's API that exports the
     same function (tf_keras reaches tf.nn through tf.compat.v2, a module of its own)."""
     original = getattr(owner, name, None)
@@ -227,23 +227,23 @@ def install_tensorflow(tf_module):
 
     random = tf_module.random
     for name, (kind, params) in _SHAPE_OPS.items():
-        _replace_api(random, name, lambda f, kind=kind, params=params: _shape_draw(f, kind, params))
+        replace_api(random, name, lambda f, kind=kind, params=params: _shape_draw(f, kind, params))
     for name, params in _GENERATOR_OPS.items():
         _replace(random.Generator, name, lambda f, params=params: _shape_draw(f, "generator", params))
-    _replace_api(random, "categorical", lambda f: _padded_draw(f, "logits", "legacy"))
-    _replace_api(random, "stateless_categorical", lambda f: _padded_draw(f, "logits", "stateless"))
-    _replace_api(tf_module.nn, "dropout", lambda f: _padded_draw(f, "x", "legacy", "noise_shape"))
+    replace_api(random, "categorical", lambda f: _padded_draw(f, "logits", "legacy"))
+    replace_api(random, "stateless_categorical", lambda f: _padded_draw(f, "logits", "stateless"))
+    replace_api(tf_module.nn, "dropout", lambda f: _padded_draw(f, "x", "legacy", "noise_shape"))
     experimental = tf_module.nn.experimental
-    _replace_api(experimental, "stateless_dropout",
+    replace_api(experimental, "stateless_dropout",
                  lambda f: _padded_draw(f, "x", "stateless", "noise_shape"))
-    _replace_api(experimental, "general_dropout",
+    replace_api(experimental, "general_dropout",
                  lambda f: _padded_draw(f, "x", "generator", "noise_shape"))
     for name, kind in (("stateless_random_flip_left_right", "stateless"),
                        ("stateless_random_flip_up_down", "stateless"),
                        ("random_flip_left_right", "legacy"), ("random_flip_up_down", "legacy")):
-        _replace_api(tf_module.image, name, lambda f, kind=kind: _padded_draw(f, "image", kind, rank=4))
-    _replace_api(random, "shuffle", _shuffle)
-    _replace_api(random.experimental, "stateless_shuffle", _shuffle)
+        replace_api(tf_module.image, name, lambda f, kind=kind: _padded_draw(f, "image", kind, rank=4))
+    replace_api(random, "shuffle", _shuffle)
+    replace_api(random.experimental, "stateless_shuffle", _shuffle)
     Wrapper = structured_function.StructuredFunctionWrapper
     _replace(Wrapper, "__init__", not_batch_draws)
 

@@ -31,7 +31,8 @@ def _forbid_strategies():
 
 def install(tf):
     versions.check("tensorflow")  # first: the modules below need a working TensorFlow
-    from tfmpi.transparent import custom_loops, losses, randomness, seeds, side_effects
+    from tfmpi.transparent import (custom_loops, empty_batch, losses, randomness, seeds,
+                                   side_effects)
 
     seeds.seed_tensorflow()
     _forbid_strategies()
@@ -39,3 +40,4 @@ def install(tf):
     losses.install_tensorflow(tf)
     side_effects.install_checkpoint(tf)
     randomness.install_tensorflow(tf)
+    empty_batch.install_tensorflow(tf)

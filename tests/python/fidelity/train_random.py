@@ -2,8 +2,10 @@
 AlphaDropout and image augmentation (flip, translation, rotation, zoom,
 contrast) on digits as 8x8 images, trained with model.fit ("fit") and with a
 custom GradientTape loop that also draws noise itself with keras.random (with
-tf_keras: a tf.random.Generator) ("loop"), one after the other.
-Usage: train_random.py OUT_DIR [fit,loop]"""
+tf_keras: a tf.random.Generator) ("loop"), one after the other; on the first
+SAMPLES digits if given (1793: every pass ends with a batch of one sample, so
+ranks other than one have empty slices).
+Usage: train_random.py OUT_DIR [fit,loop] [SAMPLES]"""
 
 import sys
 
@@ -15,6 +17,8 @@ from common import keras
 common.setup_determinism()
 x, y = common.digits()
 x = x.reshape(-1, 8, 8, 1)
+if len(sys.argv) > 3:
+    x, y = x[:int(sys.argv[3])], y[:int(sys.argv[3])]
 layers = keras.layers
 BATCH, EPOCHS = 64, 2  # 1797 samples: 29 steps per epoch, the last one ragged (5)
 
