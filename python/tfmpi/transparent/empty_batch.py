@@ -22,10 +22,9 @@ import tensorflow as tf
 
 from tfmpi.transparent import batching, rank0, state
 
-# tf.nn.<name>: the argument that holds the batch
-_OPS = {"convolution": "input", "conv1d": "input", "conv2d": "input", "conv3d": "input",
-        "depthwise_conv2d": "input", "separable_conv2d": "input", "conv_transpose": "input",
-        "conv2d_transpose": "input", "conv3d_transpose": "input", "conv1d_transpose": "input"}
+# tf.nn.<name>, each taking the batch as its `input` argument
+_OPS = ("convolution", "conv1d", "conv2d", "conv3d", "depthwise_conv2d", "separable_conv2d",
+        "conv_transpose", "conv2d_transpose", "conv3d_transpose", "conv1d_transpose")
 
 
 def _in_split():
@@ -34,7 +33,7 @@ def _in_split():
     return batching.traced_split() is not None or state.custom_split_seen
 
 
-def _wrap(original, arg):
+def _wrap(original, arg="input"):
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -62,5 +61,5 @@ def _wrap(original, arg):
 def install_tensorflow(tf_module):
     from tfmpi.transparent.randomness import replace_api
 
-    for name, arg in _OPS.items():
-        replace_api(tf_module.nn, name, lambda f, arg=arg: _wrap(f, arg))
+    for name in _OPS:
+        replace_api(tf_module.nn, name, _wrap)
