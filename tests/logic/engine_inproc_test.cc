@@ -94,12 +94,12 @@ TEST_P(EngineWorkloadTest, SmallFusionAndDirectThresholds) {
 TEST_P(EngineWorkloadTest, FusedGroupsRespectTheFusionThreshold) {
   EngineOptions o = TestOptions();
   o.fusion_threshold = 32;
-  o.cycle_time_ms = 5;  // a wide window, so one cycle sees the whole burst
   constexpr int kTensors = 8;
   const auto stats = RunEngines(size(), o, [&](int rank, Engine& engine) {
     for (int it = 0; it < kIterations; ++it) {
       std::vector<std::vector<float>> bufs(kTensors, std::vector<float>(4));
       std::vector<Completion> done(kTensors);
+      std::vector<Request> burst;  // enqueued together: one cycle sees them all
       for (int t = 0; t < kTensors; ++t) {
         for (int i = 0; i < 4; ++i) bufs[t][i] = static_cast<float>(rank * 100 + t * 4 + i);
         Request req;
@@ -107,8 +107,9 @@ TEST_P(EngineWorkloadTest, FusedGroupsRespectTheFusionThreshold) {
         req.meta.shape = {4};
         req.input = req.output = bufs[t].data();
         req.done = done[t].Callback();
-        ASSERT_TRUE(engine.Enqueue(std::move(req)).ok());
+        burst.push_back(std::move(req));
       }
+      for (const Status& s : engine.EnqueueAll(std::move(burst))) ASSERT_TRUE(s.ok()) << s.ToString();
       const auto deadline = testing::DeadlineIn();
       const float n = static_cast<float>(size());
       for (int t = 0; t < kTensors; ++t) {

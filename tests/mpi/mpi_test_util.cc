@@ -168,14 +168,17 @@ std::vector<Status> MpiTest::RunAll(std::vector<Request> requests) {
   std::vector<Status> statuses(requests.size());
   std::vector<Completion> completions(requests.size());
   std::vector<std::string> names(requests.size());
-  std::vector<bool> queued(requests.size(), false);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     names[i] = requests[i].meta.name;
-    statuses[i] = Enqueue(std::move(requests[i]), completions[i]);
-    queued[i] = statuses[i].ok();
+    requests[i].done = [this, callback = completions[i].Callback()](const Status& s) {
+      ++completed_;
+      callback(s);
+    };
   }
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    if (queued[i]) statuses[i] = Wait(completions[i], names[i]);
+  // Together, so that the engine's next cycle sees them all.
+  std::vector<Status> queued = engine_->EnqueueAll(std::move(requests));
+  for (std::size_t i = 0; i < queued.size(); ++i)
+    statuses[i] = queued[i].ok() ? Wait(completions[i], names[i]) : queued[i];
   return statuses;
 }
 

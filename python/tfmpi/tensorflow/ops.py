@@ -11,6 +11,27 @@ if not os.path.exists(_LIB_PATH):
         "with TensorFlow importable at build time (scripts/setup.sh does this)")
 _lib = tf.load_op_library(_LIB_PATH)
 
+
+# Note [Concurrent collectives]
+# Inside a tf.function, TensorFlow's automatic control dependencies chain
+# every stateful op that takes no resource in program order. The collectives
+# of a step (the loss, the gradients, the metric states) would then run one
+# after another, each waiting for its own engine cycle, although their data do
+# not depend on each other. The engine matches requests by name, not by order
+# (Note [Negotiation protocol]), so allreduces need no order: they are listed
+# with TensorFlow's order-insensitive ops, which still always run but only
+# wait for their inputs. Broadcasts and allgathers keep program order.
+ORDER_FREE_OPS = frozenset({"TfmpiAllreduce", "TfmpiGroupedAllreduce"})
+
+
+def _let_allreduces_run_concurrently():
+    from tensorflow.python.framework import auto_control_deps as acd
+    acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS = (
+        frozenset(acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS) | ORDER_FREE_OPS)
+
+
+_let_allreduces_run_concurrently()
+
 REDUCE_OPS = ("sum", "average", "min", "max", "product")
 
 

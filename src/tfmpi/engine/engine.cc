@@ -86,32 +86,47 @@ Status Engine::Validate(const Request& r) const {
 }
 
 Status Engine::Enqueue(Request request) {
-  TFMPI_RETURN_IF_ERROR(Validate(request));
+  std::vector<Request> one;
+  one.push_back(std::move(request));
+  return EnqueueAll(std::move(one)).front();
+}
+
+std::vector<Status> Engine::EnqueueAll(std::vector<Request> requests) {
+  std::vector<Status> statuses(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) statuses[i] = Validate(requests[i]);
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stop_status_.ok()) return stop_status_;
-    if (shutdown_requested_)
-      return Status::FailedPrecondition("tfmpi is shutting down; no new collectives accepted");
-    if (!in_flight_.insert(request.meta.name).second)
-      return Status::InvalidArgument(fmt::format(
-          "a request named '{}' is already in flight on rank {}; names must be unique among "
-          "in-flight requests (wait for the first one, or use another name)",
-          request.meta.name, rank_));
-    // Release the name before the caller hears back, so it can reuse it at once.
-    DoneCallback user = std::move(request.done);
-    request.done = [this, name = request.meta.name, user = std::move(user)](const Status& s) {
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        in_flight_.erase(name);
-      }
-      if (user) user(s);
-    };
-    request.submitted = Clock::now();
-    incoming_.push_back(std::move(request));
-    wake = idle_wait_;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (statuses[i].ok()) statuses[i] = AdmitLocked(std::move(requests[i]));
+      wake = wake || statuses[i].ok();
+    }
+    wake = wake && waiting_;
   }
-  if (wake) cv_.notify_all();
+  if (wake) cv_.notify_all();  // Note [Waking the cycle], engine_loop.cc
+  return statuses;
+}
+
+Status Engine::AdmitLocked(Request request) {
+  if (!stop_status_.ok()) return stop_status_;
+  if (shutdown_requested_)
+    return Status::FailedPrecondition("tfmpi is shutting down; no new collectives accepted");
+  if (!in_flight_.insert(request.meta.name).second)
+    return Status::InvalidArgument(fmt::format(
+        "a request named '{}' is already in flight on rank {}; names must be unique among "
+        "in-flight requests (wait for the first one, or use another name)",
+        request.meta.name, rank_));
+  // Release the name before the caller hears back, so it can reuse it at once.
+  DoneCallback user = std::move(request.done);
+  request.done = [this, name = request.meta.name, user = std::move(user)](const Status& s) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      in_flight_.erase(name);
+    }
+    if (user) user(s);
+  };
+  request.submitted = Clock::now();
+  incoming_.push_back(std::move(request));
   return Status::Ok();
 }
 

@@ -64,6 +64,10 @@ class Engine {
   // Validates and queues a request. On error nothing is queued and `done` is
   // not called. Otherwise `done` is called exactly once, on the background thread.
   Status Enqueue(Request request);
+  // Queues several requests at once (a grouped op's tensors), so that the
+  // next cycle sees all of them. statuses[i] is what Enqueue(requests[i])
+  // would have returned.
+  std::vector<Status> EnqueueAll(std::vector<Request> requests);
 
   // Collective: returns once every rank has called it (or the engine failed).
   void Shutdown();
@@ -84,6 +88,7 @@ class Engine {
  private:
   explicit Engine(const EngineOptions& options) : options_(options) {}
   Status Validate(const Request& request) const;
+  Status AdmitLocked(Request request);  // mu_ held
   static void FailAll(const Status& status, std::vector<Request>* requests);
 
   // The background thread (engine_loop.cc).
@@ -105,7 +110,7 @@ class Engine {
   bool started_ = false;
   Status start_status_;
   bool shutdown_requested_ = false;
-  bool idle_wait_ = false;  // the loop sleeps a long idle cycle: Enqueue wakes it
+  bool waiting_ = false;  // the loop waits for its next cycle: Enqueue wakes it
   Status stop_status_;      // not OK: the engine stopped or failed; Enqueue refuses with it
   std::string exit_reason_;  // SetExitReason
   std::vector<Request> incoming_;

@@ -16,8 +16,9 @@ const ParamRegistry& EngineParams() {
        "in the caller's memory (no copies).",
        {}},
       {"TFMPI_CYCLE_TIME_MS", ParamType::kDouble, "1", 0, 1000, {},
-       "Background negotiation cycle period in milliseconds. While no rank has anything "
-       "pending, cycles lengthen to up to 8 times this; a new request wakes its rank at once.",
+       "Background negotiation cycle period in milliseconds, for ranks with nothing waiting "
+       "(a new request, or one still waiting for a peer, starts a cycle at once). While no "
+       "rank has anything pending, cycles lengthen to up to 8 times this.",
        {}},
       {"TFMPI_CACHE_CAPACITY", ParamType::kInt, "1024", 0, 1048576, {},
        "Response cache entries (tensors negotiated with one bit each in steady state). "

@@ -58,21 +58,27 @@ class Countdown {
   Status first_error_;
 };
 
-// Validates the dtype, fills the common request fields and enqueues it.
-// On an enqueue error, finishes the countdown with it.
-void Submit(OpKernelContext* ctx, Engine* engine, Request req, const Tensor& input,
-            const std::shared_ptr<Countdown>& countdown) {
+// Validates the dtype and fills the common request fields. On an unsupported
+// dtype, finishes the countdown with the error and returns false.
+bool Prepare(const Tensor& input, const std::shared_ptr<Countdown>& countdown, Request* req) {
   DataType dtype;
   if (!ToTfmpiDtype(input.dtype(), &dtype)) {
     countdown->Finish(Status::InvalidArgument("unsupported dtype for tfmpi"));
-    return;
+    return false;
   }
-  req.meta.dtype = dtype;
-  req.meta.shape = ShapeOf(input);
-  req.input = input.tensor_data().data();
-  req.done = [countdown](const Status& s) { countdown->Finish(s); };
-  Status s = engine->Enqueue(std::move(req));
-  if (!s.ok()) countdown->Finish(s);
+  req->meta.dtype = dtype;
+  req->meta.shape = ShapeOf(input);
+  req->input = input.tensor_data().data();
+  req->done = [countdown](const Status& s) { countdown->Finish(s); };
+  return true;
+}
+
+// Enqueues the requests together (one engine cycle sees them all); each one
+// the engine refuses finishes the countdown with its error.
+void SubmitAll(Engine* engine, std::vector<Request> reqs,
+               const std::shared_ptr<Countdown>& countdown) {
+  for (const Status& s : engine->EnqueueAll(std::move(reqs)))
+    if (!s.ok()) countdown->Finish(s);
 }
 
 Engine* EngineOrFail(OpKernelContext* ctx, const AsyncOpKernel::DoneCallback& done) {
@@ -117,13 +123,16 @@ class ElementwiseCollectiveOp : public AsyncOpKernel {
                                     {i}, i, ctx->input(i).shape(), &outputs[i]),
                            done);
     auto countdown = std::make_shared<Countdown>(ctx, std::move(done), n);
+    std::vector<Request> reqs;
+    reqs.reserve(n);
     for (int i = 0; i < n; ++i) {
       Request req;
       req.meta.name = names_[i];
       Describe(&req.meta);
       req.output = DataOf(*outputs[i]);
-      Submit(ctx, engine, std::move(req), ctx->input(i), countdown);
+      if (Prepare(ctx->input(i), countdown, &req)) reqs.push_back(std::move(req));
     }
+    SubmitAll(engine, std::move(reqs), countdown);
   }
 
  protected:
@@ -187,7 +196,9 @@ class AllgatherOp : public AsyncOpKernel {
       if (!ctx->allocate_output(0, ts, &out).ok()) return nullptr;
       return DataOf(*out);
     };
-    Submit(ctx, engine, std::move(req), ctx->input(0), countdown);
+    if (!Prepare(ctx->input(0), countdown, &req)) return;
+    Status s = engine->Enqueue(std::move(req));
+    if (!s.ok()) countdown->Finish(s);
   }
 
  private:
