@@ -4,7 +4,7 @@ parameters, on synthetic data, trained with model.fit at a fixed global batch,
 TensorFlow's thread pools left at whatever the run was given. Prints
 "STEP_MS <median ms per step, first 5 steps excluded>" (rank 0 under tfmpirun).
 
-    python bench/step_job.py {mlp,cnn,lstm,mlp42m} [--steps N]
+    python bench/step_job.py {tiny,mlp,cnn,lstm,mlp42m} [--steps N] [--metrics]
 """
 
 import argparse
@@ -15,6 +15,9 @@ import keras
 
 MODELS = {
     # name: (global batch, inputs, model builder)
+    # tiny: nearly no compute, so its step time is the fixed cost of a step
+    "tiny": (64, lambda n: np.random.rand(n, 16).astype("float32"),
+             lambda: keras.Sequential([keras.Input((16,)), keras.layers.Dense(10)])),
     "mlp": (128, lambda n: np.random.rand(n, 784).astype("float32"),
             lambda: keras.Sequential([keras.Input((784,)), keras.layers.Dense(512, activation="relu"),
                                       keras.layers.Dense(512, activation="relu"),
@@ -57,6 +60,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("model", choices=sorted(MODELS))
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--metrics", action="store_true", help="compile with an accuracy metric")
     args = parser.parse_args()
     keras.utils.set_random_seed(1)
     batch, inputs, build = MODELS[args.model]
@@ -64,7 +68,8 @@ def main():
     x, y = inputs(n), np.random.randint(0, 10, n)
     model = build()
     model.compile(optimizer="adam",
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"] if args.metrics else None)
     timer = StepTimes()
     model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[timer])
     print(f"STEP_MS {1000 * float(np.median(timer.times[5:])):.2f}", flush=True)

@@ -1,0 +1,65 @@
+"""The fixed cost of a training step: a model with almost no compute (one
+Dense layer on 16 features, batch 64, an accuracy metric: bench/step_job.py
+tiny --metrics) trained by model.fit as one process and under tfmpirun -np N.
+Its step time is Keras' per-step Python and TensorFlow's dispatch, plus, under
+tfmpirun, everything tfmpi adds to a step (the split, the collectives of the
+loss, the gradients and the metrics, their negotiation). The difference
+between a rank's step and the 1-process step with one thread (what each rank
+gets on a host shared by N ranks) is tfmpi's fixed cost per step. Every
+configuration runs --rounds times, interleaved; medians of the runs' median
+step times. Prints a Markdown table.
+
+    python bench/fixed_cost.py [--np 2] [--steps 1000] [--rounds 5] [--baseline DIR]
+
+--baseline DIR also times tfmpirun with DIR first on PYTHONPATH: DIR holds
+another build of the tfmpi package (e.g. copied from site-packages before a
+change), so that a change is compared with what it replaces in one run.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from step_timing import JOB, step_ms  # noqa: E402
+
+ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline", help="a folder holding another build of the tfmpi package")
+    a = parser.parse_args()
+    job = [sys.executable, JOB, "tiny", "--metrics", "--steps", str(a.steps)]
+    configs = [
+        ("1 process, all cores", job, {}),
+        ("1 process, 1 thread", job, ONE_THREAD),
+        (f"tfmpirun -np {a.np}", ["tfmpirun", "-np", str(a.np)] + job, {}),
+    ]
+    if a.baseline:
+        if not os.path.isdir(os.path.join(a.baseline, "tfmpi")):
+            raise SystemExit(f"--baseline {a.baseline}: no tfmpi package in that folder")
+        path = os.pathsep.join(filter(None, [os.path.abspath(a.baseline), os.environ.get("PYTHONPATH")]))
+        configs.append((f"tfmpirun -np {a.np}, baseline build", ["tfmpirun", "-np", str(a.np)] + job,
+                        {"PYTHONPATH": path}))
+    times = {label: [] for label, _, _ in configs}
+    for r in range(a.rounds):
+        for label, cmd, env in configs:
+            times[label].append(step_ms(cmd, env))
+        print(f"round {r + 1}/{a.rounds}: "
+              + ", ".join(f"{label} {times[label][-1]:.2f} ms" for label, _, _ in configs),
+              file=sys.stderr, flush=True)
+    med = {label: statistics.median(v) for label, v in times.items()}
+    base = med["1 process, 1 thread"]
+    print(f"| {a.steps} steps, median of {a.rounds} runs | step (ms) | minus 1 process, 1 thread (ms) |")
+    print("|---|---|---|")
+    for label, _, _ in configs:
+        print(f"| {label} | {med[label]:.2f} | {med[label] - base:+.2f} |")
+
+
+if __name__ == "__main__":
+    main()
