@@ -156,11 +156,15 @@ Status MpiTest::Run(Request request) {
   return RunAll(std::move(one)).front();
 }
 
-Status MpiTest::Enqueue(Request request, const Completion& done) {
-  request.done = [this, callback = done.Callback()](const Status& s) {
+DoneCallback MpiTest::CountedCallback(const Completion& done) {
+  return [this, callback = done.Callback()](const Status& s) {
     ++completed_;
     callback(s);
   };
+}
+
+Status MpiTest::Enqueue(Request request, const Completion& done) {
+  request.done = CountedCallback(done);
   return engine_->Enqueue(std::move(request));
 }
 
@@ -170,10 +174,7 @@ std::vector<Status> MpiTest::RunAll(std::vector<Request> requests) {
   std::vector<std::string> names(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     names[i] = requests[i].meta.name;
-    requests[i].done = [this, callback = completions[i].Callback()](const Status& s) {
-      ++completed_;
-      callback(s);
-    };
+    requests[i].done = CountedCallback(completions[i]);
   }
   // Together, so that the engine's next cycle sees them all.
   std::vector<Status> queued = engine_->EnqueueAll(std::move(requests));

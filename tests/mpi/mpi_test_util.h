@@ -158,6 +158,8 @@ class MpiTest {
   Engine* engine_ = nullptr;
   std::function<void()> shutdown_;
   std::atomic<int> failures_{0};
+  // `done`'s callback, counting the completion in completed_.
+  DoneCallback CountedCallback(const Completion& done);
   std::atomic<std::uint64_t> completed_{0};  // requests whose callback ran
   int total_failures_ = -1;  // after AgreeAndShutdown
   bool shut_down_ = false;

@@ -197,8 +197,9 @@ class AllgatherOp : public AsyncOpKernel {
       return DataOf(*out);
     };
     if (!Prepare(ctx->input(0), countdown, &req)) return;
-    Status s = engine->Enqueue(std::move(req));
-    if (!s.ok()) countdown->Finish(s);
+    std::vector<Request> reqs;
+    reqs.push_back(std::move(req));
+    SubmitAll(engine, std::move(reqs), countdown);
   }
 
  private:
