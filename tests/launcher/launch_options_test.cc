@@ -60,6 +60,7 @@ TEST(LaunchOptions, InlineValues) {
   EXPECT_EQ(o.hosts, "a:1,b:1");
   EXPECT_EQ(o.batch_mode, "per-rank");
   EXPECT_EQ(o.seed, 9u);
+  EXPECT_EQ(Ok({"-np", "2", "--data-sharding=files", "python", "t.py"}).data_sharding, "files");
 }
 
 TEST(LaunchOptions, OwnOptions) {
@@ -83,6 +84,7 @@ TEST(LaunchOptions, Defaults) {
   EXPECT_FALSE(o.seed.has_value());
   EXPECT_FALSE(o.mpi_flavor.has_value());
   EXPECT_TRUE(o.batch_mode.empty());
+  EXPECT_TRUE(o.data_sharding.empty());
   EXPECT_TRUE(o.mpi_args.empty());
   EXPECT_FALSE(o.tag_output);
   EXPECT_FALSE(o.dry_run);
@@ -117,9 +119,9 @@ TEST(LaunchOptions, HelpDocumentsEveryOptionAndVariable) {
   ParseResult r = Exit({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   for (const char* word : {"-np", "--num-proc", "--hosts", "--hostfile", "--verbose", "--output-filename",
-                           "--tag-output", "--all-ranks-output", "--batch-mode", "--sync-batchnorm", "--seed",
+                           "--tag-output", "--all-ranks-output", "--batch-mode", "--data-sharding", "--sync-batchnorm", "--seed",
                            "--mpirun", "--mpi-flavor", "--mpi-args", "--dry-run", "--version", "TFMPI_TRANSPARENT",
-                           "PYTHONPATH", "TFMPI_SEED", "TFMPI_BATCH_MODE", "TFMPI_SYNC_BATCHNORM",
+                           "PYTHONPATH", "TFMPI_SEED", "TFMPI_BATCH_MODE", "TFMPI_DATA_SHARDING", "TFMPI_SYNC_BATCHNORM",
                            "TFMPI_ALL_RANKS_OUTPUT", "COMMAND"}) {
     EXPECT_NE(r.message.find(word), std::string::npos) << word;
   }
@@ -145,6 +147,9 @@ TEST(LaunchOptions, UsageErrors) {
       {{"-np", "2", "--"}, "no COMMAND"},
       {{"-np", "2", "--bogus", "python", "t.py"}, "--bogus"},
       {{"-np", "2", "--batch-mode", "huge", "python", "t.py"}, "batch-mode"},
+      {{"-np", "2", "--data-sharding", "rows", "python", "t.py"}, "data-sharding"},
+      {{"-np", "2", "--data-sharding", "files", "--batch-mode", "per-rank", "python", "t.py"},
+       "--data-sharding files works with global batches"},
       {{"-np", "2", "--seed", "-1", "python", "t.py"}, "seed"},
       {{"-np", "2", "--seed", "4294967296", "python", "t.py"}, "seed"},
       {{"-np", "2", "--mpi-flavor", "lam", "python", "t.py"}, "mpi-flavor"},

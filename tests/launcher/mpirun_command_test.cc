@@ -95,6 +95,7 @@ TEST(MpirunCommand, VariablesSet) {
   o.site_dir = "/pkg/tfmpi/_site";
   o.seed = 7;
   o.batch_mode = "per-rank";
+  o.data_sharding = "files";
   o.sync_batchnorm = true;
   o.all_ranks_output = true;
   const MpirunCommand cmd = BuildMpirunCommand(o, MpiFlavor::kOpenMpi, {{"PYTHONPATH", "/mine"}}, 8, false);
@@ -102,6 +103,7 @@ TEST(MpirunCommand, VariablesSet) {
   EXPECT_EQ(EnvValue(cmd, "PYTHONPATH"), "/pkg/tfmpi/_site:/mine");
   EXPECT_EQ(EnvValue(cmd, "TFMPI_SEED"), "7");
   EXPECT_EQ(EnvValue(cmd, "TFMPI_BATCH_MODE"), "per-rank");
+  EXPECT_EQ(EnvValue(cmd, "TFMPI_DATA_SHARDING"), "files");
   EXPECT_EQ(EnvValue(cmd, "TFMPI_SYNC_BATCHNORM"), "1");
   EXPECT_EQ(EnvValue(cmd, "TFMPI_ALL_RANKS_OUTPUT"), "1");
 }

@@ -15,6 +15,7 @@ class Options:
     shares: str = "adaptive"         # "adaptive": slices follow measured speeds; "equal": B // N each
     rebalance_steps: int = 10        # adaptive shares are revised every this many steps (0: never)
     input_sharding: bool = True      # each rank decodes only its slices' samples (input_sharding.py)
+    data_sharding: str = "elements"  # "files": each rank reads only its files (file_sharding.py)
     threads: str = "auto"            # "auto": thread pools sized to the rank's part of its host (threads.py)
     bind_cores: bool = False         # each rank keeps only its own CPUs (threads.py)
 
@@ -55,6 +56,13 @@ def load():
     threads = os.environ.get("TFMPI_THREADS", "auto").strip().lower()
     if threads not in ("auto", "off"):
         raise SystemExit(f"tfmpi: invalid value {threads!r} for TFMPI_THREADS: expected auto or off")
+    data = os.environ.get("TFMPI_DATA_SHARDING", "elements").strip().lower()
+    if data not in ("elements", "files"):
+        raise SystemExit(f"tfmpi: invalid value {data!r} for TFMPI_DATA_SHARDING: expected elements "
+                         "or files")
+    if data == "files" and mode == "per-rank":
+        raise SystemExit("tfmpi: TFMPI_DATA_SHARDING=files (--data-sharding files) works with the "
+                         "global batch mode only, not with TFMPI_BATCH_MODE=per-rank")
     return Options(batch_mode=mode,
                    all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
                    sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
@@ -64,5 +72,6 @@ def load():
                    shares=shares,
                    rebalance_steps=int(every),
                    input_sharding=_bool("TFMPI_INPUT_SHARDING", True),
+                   data_sharding=data,
                    threads=threads,
                    bind_cores=_bool("TFMPI_BIND_CORES", False))

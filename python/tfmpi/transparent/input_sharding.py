@@ -61,7 +61,7 @@ import sys
 
 import tensorflow as tf
 
-from tfmpi.transparent import batch_check, batching, shares, state
+from tfmpi.transparent import batch_check, batching, file_sharding, loops, shares, state
 
 KEY_SPLIT = "tfmpi_slice_split"
 KEY_DATA = "tfmpi_slice_data"
@@ -200,8 +200,9 @@ def _stream(plan, select, rows):
     cardinality = int(stream.cardinality())
     stream = stream.map(cut).unbatch()
     for m in plan.maps:
-        stream = stream.map(lambda *e, m=m: (*_apply(m, e[:-1]), e[-1]),
-                            num_parallel_calls=m.parallel_calls, deterministic=True)
+        parallel = {} if m.parallel_calls is None else {
+            "num_parallel_calls": m.parallel_calls, "deterministic": True}
+        stream = stream.map(lambda *e, m=m: (*_apply(m, e[:-1]), e[-1]), **parallel)
     stream = stream.batch(rows)
     if cardinality >= 0 or cardinality == tf.data.INFINITE_CARDINALITY:
         stream = stream.apply(tf.data.experimental.assert_cardinality(cardinality))
@@ -213,7 +214,8 @@ def _stream(plan, select, rows):
     return stream.map(pack)
 
 
-def _finish(plan, out):
+def reapply_after(plan, out):
+    """`out` with the prefetch / options the script applied after its batch."""
     for op in plan.after:
         if type(op).__name__ == "_PrefetchDataset":
             size = tf.get_static_value(op._buffer_size)
@@ -240,8 +242,11 @@ def rewrite(plan):
     """The rewritten dataset, cut with the work shares in force now: elements
     {KEY_SPLIT: [lo, size, B, fingerprint], KEY_DATA: this rank's rows of the
     global batch, decoded}. Made once per pipeline and cuts: tracing its
-    functions again every pass would cost more than it saves."""
+    functions again every pass would cost more than it saves. A plan of
+    file_sharding.py gives the rank's files (Note [File sharding])."""
     full = _full_bounds(plan.batch_size)
+    if isinstance(plan, file_sharding.Plan):
+        return _remembered(("files-cut", id(plan), full), plan, lambda: file_sharding.rewrite(plan))
     return _remembered(("sliced", id(plan.order), full), plan, lambda: _rewrite(plan, full))
 
 
@@ -258,7 +263,7 @@ def _rewrite(plan, full):
         return cut[r], cut[r + 1] - cut[r], (batch, fp)
 
     stream = _stream(plan, select, max(1, full[r + 1] - full[r]))
-    return _finish(plan, stream.map(lambda data, info: {KEY_SPLIT: info, KEY_DATA: data}))
+    return reapply_after(plan, stream.map(lambda data, info: {KEY_SPLIT: info, KEY_DATA: data}))
 
 
 def rewrite_dealt(plan, batches):
@@ -274,12 +279,21 @@ def rewrite_dealt(plan, batches):
         return tf.constant(0, tf.int64), batch, ()
 
     stream = _stream(whole, select, plan.batch_size)
-    return _finish(plan, stream.map(lambda data, info: data)), count
+    return reapply_after(plan, stream.map(lambda data, info: data)), count
 
 
 def plan_for(dataset):
-    """The Plan for `dataset`, or None (the reason said once, where there is one)."""
-    if not enabled() or not isinstance(dataset, tf.data.Dataset):
+    """The Plan for `dataset`, or None (the reason said once, where there is one).
+    With --data-sharding files, a file_sharding.Plan where the pipeline reads
+    files, except for predict (its outputs keep the data's order)."""
+    if not isinstance(dataset, tf.data.Dataset):
+        return None
+    if file_sharding.enabled() and loops.innermost() != "predict":
+        plan = _remembered(("files", id(dataset)), dataset,
+                           lambda: file_sharding.plan_for(dataset))
+        if plan is not None:
+            return plan
+    if not enabled():
         return None
     return _remembered(("plan", id(dataset)), dataset, lambda: _plan(dataset))
 

@@ -20,6 +20,7 @@ constexpr const char* kFooter = R"(Environment set for every rank (forwarded wit
   PYTHONPATH                tfmpi's start-up hook folder (sitecustomize) is put first
   TFMPI_SEED                --seed, else TFMPI_SEED from the environment, else a random seed
   TFMPI_BATCH_MODE          --batch-mode
+  TFMPI_DATA_SHARDING       --data-sharding
   TFMPI_SYNC_BATCHNORM=1    --sync-batchnorm
   TFMPI_ALL_RANKS_OUTPUT=1  --all-ranks-output, --output-filename
   TFMPI_PROBE_SPEEDS        --placement aware: each rank's probed speed relative to the

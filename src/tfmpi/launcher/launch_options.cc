@@ -58,6 +58,12 @@ std::unique_ptr<CLI::App> MakeApp(LaunchOptions* o, RawOptions* raw) {
                   "1-process math; per-rank: every rank takes whole batches.\n"
                   "Sets TFMPI_BATCH_MODE")
       ->option_text("global|per-rank")->check(CLI::IsMember({"global", "per-rank"}))->group(training);
+  app->add_option("--data-sharding", o->data_sharding,
+                  "elements (default): each rank decodes only the samples of\n"
+                  "its slices, the 1-process math; files: each rank reads only\n"
+                  "its files (record readers), batches change composition.\n"
+                  "Sets TFMPI_DATA_SHARDING (docs/transparent.md)")
+      ->option_text("elements|files")->check(CLI::IsMember({"elements", "files"}))->group(training);
   app->add_flag("--sync-batchnorm", o->sync_batchnorm,
                 "BatchNormalization statistics over the global batch.\n"
                 "Sets TFMPI_SYNC_BATCHNORM=1")
@@ -180,6 +186,10 @@ ParseResult ParseArgs(const std::vector<std::string>& args_in) {
   }
   if (!aware && (app->count("--probe-json") > 0 || app->count("--probe-timeout") > 0)) {
     return fail(fmt::format("--probe-json and --probe-timeout go with --placement aware\n{}", kSeeHelp));
+  }
+  if (o.data_sharding == "files" && o.batch_mode == "per-rank") {
+    return fail(fmt::format("--data-sharding files works with global batches (the default batch mode), "
+                            "not with --batch-mode per-rank\n{}", kSeeHelp));
   }
   if (raw.seed >= 0) o.seed = static_cast<std::uint32_t>(raw.seed);
   if (!raw.mpi_flavor.empty()) o.mpi_flavor = ParseMpiFlavor(raw.mpi_flavor);

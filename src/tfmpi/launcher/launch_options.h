@@ -32,6 +32,7 @@ struct LaunchOptions {
   bool tag_output = false;            // --tag-output (also implied by --all-ranks-output)
   bool all_ranks_output = false;      // --all-ranks-output
   std::string batch_mode;             // --batch-mode global|per-rank; empty: not given
+  std::string data_sharding;          // --data-sharding elements|files; empty: not given
   bool sync_batchnorm = false;        // --sync-batchnorm
   std::optional<std::uint32_t> seed;  // --seed N; main() fills in a random one
   std::string mpirun;                 // --mpirun PATH; empty: `mpirun` on PATH

@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, std::string>> VariablesToSet(const LaunchOpti
   if (!o.site_dir.empty()) vars.emplace_back("PYTHONPATH", PrependPath(o.site_dir, env));
   if (o.seed) vars.emplace_back("TFMPI_SEED", std::to_string(*o.seed));
   if (!o.batch_mode.empty()) vars.emplace_back("TFMPI_BATCH_MODE", o.batch_mode);
+  if (!o.data_sharding.empty()) vars.emplace_back("TFMPI_DATA_SHARDING", o.data_sharding);
   if (o.sync_batchnorm) vars.emplace_back("TFMPI_SYNC_BATCHNORM", "1");
   if (!o.probe_speeds.empty()) vars.emplace_back("TFMPI_PROBE_SPEEDS", o.probe_speeds);
   if (o.all_ranks_output || !o.output_filename.empty()) {
