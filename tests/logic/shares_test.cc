@@ -149,5 +149,47 @@ TEST(Rebalancer, SmoothingWeighsTheNewestMeasurement) {
   EXPECT_DOUBLE_EQ(r.seconds_per_sample()[0], 0.5 * 0.3 + 0.5 * 0.1);
 }
 
+// Note [Changes on trial]: two equally fast ranks whose step is all fixed
+// cost (seconds do not grow with samples); rank 1 measures a little slower.
+// The proportional model keeps proposing to give rank 1 less; each change is
+// measured, does not pay, and is undone, with longer and longer holds.
+TEST(Rebalancer, AChangeThatDoesNotPayIsUndone) {
+  Rebalancer r({0.8, 0.2}, {0.5, 0.05, 5});
+  int changes = 0;
+  double least = 1.0;
+  for (int i = 0; i < 60; ++i) {
+    const auto sizes = SliceSizes(r.fractions(), 100);
+    if (r.Observe({1.0, 1.2}, {sizes[0], sizes[1]}, 100)) ++changes;
+    least = std::min(least, r.fractions()[1]);
+  }
+  EXPECT_GE(least, 0.15);  // no run-away: one trial step at most below 0.2
+  EXPECT_NEAR(r.fractions()[1], 0.2, 1e-12);
+  EXPECT_LE(changes, 8);  // trials after holds of 5, 10, 20, 40: each tried and undone
+  EXPECT_GE(changes, 2);
+}
+
+TEST(Rebalancer, AChangeThatPaysIsKept) {
+  Rebalancer r({0.5, 0.5}, {1.0, 0.05, 5});
+  ASSERT_TRUE(r.Observe({1.0, 3.0}, {50, 50}, 100));  // rank 1 is 3x slower
+  const std::vector<double> tried = r.fractions();
+  const auto sizes = SliceSizes(tried, 100);
+  // Measured with the new split, the step is faster: the change stays.
+  r.Observe({sizes[0] * 0.02, sizes[1] * 0.06}, {sizes[0], sizes[1]}, 100);
+  EXPECT_EQ(r.fractions(), tried);
+}
+
+TEST(Rebalancer, AChangeIsJudgedOnlyOnceTheSamplesFollowIt) {
+  Rebalancer r({0.5, 0.5}, {1.0, 0.05, 5});
+  ASSERT_TRUE(r.Observe({1.0, 3.0}, {50, 50}, 100));
+  const std::vector<double> tried = r.fractions();
+  // The input pipeline still cuts with the old shares: nothing is judged yet.
+  EXPECT_FALSE(r.Observe({1.0, 3.0}, {50, 50}, 100));
+  EXPECT_EQ(r.fractions(), tried);
+  // Then it follows, and the step is no faster (fixed cost): undone.
+  const auto sizes = SliceSizes(tried, 100);
+  EXPECT_TRUE(r.Observe({3.0, 3.0}, {sizes[0], sizes[1]}, 100));
+  EXPECT_EQ(r.fractions(), (std::vector<double>{0.5, 0.5}));
+}
+
 }  // namespace
 }  // namespace tfmpi::planning

@@ -12,7 +12,7 @@ exhausted, or dropped by a `break`.
 
 import tensorflow as tf
 
-from tfmpi.transparent import batch_check, batching, input_sharding, loops, state
+from tfmpi.transparent import batch_check, batching, input_sharding, loops, shares, state
 
 _BATCHING = {"_BatchDataset", "_PaddedBatchDataset", "_ParallelBatchDataset",
              "_DenseToRaggedDataset", "_DenseToSparseBatchDataset", "_RebatchDataset",
@@ -45,6 +45,7 @@ class SlicingIterator:
     def __init__(self, inner):
         self._inner = inner
         self._check = batch_check.EagerCheck()
+        self._taken = False
 
     def __iter__(self):
         return self
@@ -66,6 +67,8 @@ class SlicingIterator:
             state.custom_split_seen = True
             SlicingIterator._latest = self
             batching.record_split(split)
+            shares.custom_loop_step(first=not self._taken)  # Note [Live shares]
+            self._taken = True
         return local
 
     def get_next(self):

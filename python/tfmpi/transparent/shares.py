@@ -23,11 +23,14 @@ slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
   (busy seconds, samples) and feed them to the C++ Rebalancer (smoothing,
   hysteresis). Every rank runs it on the same gathered numbers, so every rank
   takes the same decision, and applies it before the same step.
-- Only fit's train function rebalances. Custom loops and evaluation use the
-  current cuts; per-rank batch mode splits nothing (documented in
-  docs/transparent.md).
-Work that does not grow with the slice (Python, callbacks) counts for every
-rank alike and pulls the shares towards equal.
+- fit's train function rebalances after its calls; a custom loop that
+  iterates a dataset eagerly (custom_loops.py) after each batch it takes
+  (the time between two batches is one step; the first step of every pass
+  is not measured: it may trace). Evaluation uses the current cuts;
+  per-rank batch mode splits nothing (documented in docs/transparent.md).
+Work that does not grow with the slice (Python, callbacks) is outside the
+planner's per-sample model; a change it causes does not make the step faster
+and is undone (Note [Changes on trial], src/tfmpi/planning/shares.h).
 """
 
 import functools
@@ -114,9 +117,17 @@ def slice_bounds(batch_size):
 
 
 def record_samples(split):
-    """Add this rank's slice size to samples_variable (in a traced training step)."""
-    if not enabled() or split is None or tf.executing_eagerly():
+    """Add this rank's slice size to samples_variable, where gradients are
+    reduced: the split of the step being traced, else (a custom loop) the
+    split its iterator recorded last."""
+    if not enabled():
         return
+    if split is None:
+        from tfmpi.transparent import batching
+
+        split = batching.variable_split()
+        if split is None:
+            return
     samples_variable().assign_add(tf.cast(split.size, tf.float64))
 
 
@@ -132,10 +143,16 @@ class _Tracker:
         self.waited_before = _core.collective_seconds()
         self.rebalancer = _core.Rebalancer(list(initial_fractions()))
         self.history = []
+        self.pass_first_step = False  # a custom loop's pass is at its first step
+        # The first call after new shares is not measured either: a custom loop
+        # cuts its slices before the script's function is called, so new slice
+        # sizes are new input shapes, traced once.
+        self.settling = False
 
     def after_call(self, traced):
         self.calls += 1
-        if traced:  # a function's first call traces: its time says nothing about speed
+        if traced or self.settling:  # a call that traced says nothing about speed
+            self.settling = False
             self.reset()
             return
         if self.every and (self.calls == self.first or
@@ -162,12 +179,26 @@ class _Tracker:
         changed = self.rebalancer.observe(seconds, samples, batch)
         if changed:
             cuts_variable().assign(_core.share_cuts(self.rebalancer.fractions))
+            self.settling = True
         self.history.append({"call": self.calls, "wall": wall, "busy": seconds, "samples": samples,
                              "changed": bool(changed),
                              "fractions": list(self.rebalancer.fractions)})
         if changed and state.rank == 0 and os.environ.get("TFMPI_SHARES_VERBOSE"):
             sizes = _core.slice_sizes(self.rebalancer.fractions, batch)
             print(f"tfmpi: step {self.calls}: new slice sizes {sizes} of {batch}", file=sys.stderr)
+
+
+def custom_loop_step(first):
+    """A custom loop takes its next batch: the step before it ended (`first`:
+    the pass's first batch, after no step of this pass)."""
+    if not enabled():
+        return
+    t = tracker()
+    if first:
+        t.reset()
+    else:
+        t.after_call(traced=t.pass_first_step)
+    t.pass_first_step = first
 
 
 def tracker():

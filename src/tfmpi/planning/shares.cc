@@ -77,12 +77,47 @@ Rebalancer::Rebalancer(std::vector<double> fractions, RebalanceOptions options)
   TFMPI_ENFORCE(!fractions_.empty(), "a rebalancer needs at least one rank");
   TFMPI_ENFORCE(options_.smoothing > 0 && options_.smoothing <= 1,
                 "smoothing must be in (0, 1], got {}", options_.smoothing);
+  TFMPI_ENFORCE(options_.hold >= 0, "hold must be >= 0, got {}", options_.hold);
+  hold_next_ = options_.hold;
+}
+
+bool Rebalancer::FollowsTrial(const std::vector<std::int64_t>& samples) const {
+  double total = 0;
+  for (std::int64_t s : samples) total += static_cast<double>(std::max<std::int64_t>(s, 0));
+  if (!(total > 0)) return false;
+  double to_new = 0, to_old = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double f = static_cast<double>(std::max<std::int64_t>(samples[i], 0)) / total;
+    to_new += std::abs(f - fractions_[i]);
+    to_old += std::abs(f - before_trial_[i]);
+  }
+  return to_new < to_old;
 }
 
 bool Rebalancer::Observe(const std::vector<double>& seconds,
                          const std::vector<std::int64_t>& samples, std::int64_t batch) {
   TFMPI_ENFORCE_EQ(seconds.size(), fractions_.size());
   TFMPI_ENFORCE_EQ(samples.size(), fractions_.size());
+  // The step measured: the slowest rank's seconds per batch of `batch`.
+  double total = 0, slowest_seconds = 0;
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    if (samples[i] <= 0 || !std::isfinite(seconds[i]) || seconds[i] < 0) continue;
+    total += static_cast<double>(samples[i]);
+    slowest_seconds = std::max(slowest_seconds, seconds[i]);
+  }
+  const double step = batch > 0 && total > 0 ? slowest_seconds * static_cast<double>(batch) / total : 0;
+  if (!before_trial_.empty() && step > 0 && FollowsTrial(samples)) {
+    const bool paid = step < step_before_trial_ * (1 - options_.min_gain / 2);
+    if (!paid) {  // Note [Changes on trial]: undo it, and wait longer each time
+      fractions_ = std::move(before_trial_);
+      before_trial_.clear();
+      hold_left_ = hold_next_;
+      hold_next_ = std::min(hold_next_ * 2, options_.hold * 16);
+      return true;
+    }
+    before_trial_.clear();
+    hold_next_ = options_.hold;
+  }
   for (std::size_t i = 0; i < seconds.size(); ++i) {
     if (samples[i] <= 0 || !std::isfinite(seconds[i]) || seconds[i] < 0) continue;
     const double measured = seconds[i] / static_cast<double>(samples[i]);
@@ -103,7 +138,16 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   std::vector<double> proposed = ShareFractions(speeds);
   const double now = PredictedStepSeconds(fractions_, batch, estimate);
   const double then = PredictedStepSeconds(proposed, batch, estimate);
+  if (!before_trial_.empty()) return false;  // the last change is not measured yet
+  if (hold_left_ > 0) {
+    --hold_left_;
+    return false;
+  }
   if (!(then < now * (1 - options_.min_gain))) return false;
+  if (step > 0) {
+    before_trial_ = fractions_;
+    step_before_trial_ = step;
+  }
   fractions_ = std::move(proposed);
   return true;
 }

@@ -32,6 +32,21 @@
 //   measurement) and proposes a change only when the predicted step time
 //   improves by more than `min_gain` (hysteresis), so measurement noise does
 //   not move work back and forth.
+// * A change is a trial until it is measured (Note [Changes on trial]).
+//
+// Note [Changes on trial]
+// The model above makes a rank's time proportional to its samples. Work
+// that does not grow with the slice (Python, dispatch, a small model's fixed
+// cost per step) breaks it: a rank with few samples then looks slow per
+// sample, is given fewer, looks slower still, and its share runs away to
+// nothing while the step gets no faster. So each change is kept only if the
+// step measured with it (the slowest rank's seconds per step, the rank every
+// other rank waits for) is at least min_gain / 2 faster than the step measured
+// before it; otherwise the previous fractions come back and no change is
+// tried for `hold` measurements, doubling after every change that did not
+// pay (up to 16 x hold) and back to `hold` after one that did. A change is
+// judged only once the measured samples follow it (an input pipeline that
+// cuts batches with the shares of its pass follows from its next pass).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +75,7 @@ double PredictedStepSeconds(const std::vector<double>& fractions, std::int64_t b
 struct RebalanceOptions {
   double smoothing = 0.5;  // weight of the newest measurement in the running estimate
   double min_gain = 0.05;  // change shares only if the step gets this much faster (relative)
+  int hold = 5;            // measurements without a change after one that did not pay
 };
 
 class Rebalancer {
@@ -68,7 +84,8 @@ class Rebalancer {
 
   // Rank i computed `samples[i]` samples in `seconds[i]` seconds since the last
   // call (a rank with 0 samples gives no measurement). Returns true, with new
-  // `fractions()`, when the shares should change for a batch of `batch`.
+  // `fractions()`, when the shares should change for a batch of `batch`: a
+  // change proposed, or the last change undone (Note [Changes on trial]).
   bool Observe(const std::vector<double>& seconds, const std::vector<std::int64_t>& samples,
                std::int64_t batch);
 
@@ -77,9 +94,17 @@ class Rebalancer {
   const std::vector<double>& seconds_per_sample() const { return per_sample_; }
 
  private:
+  // True when the measured samples are split closer to fractions_ than to
+  // the fractions before the change on trial.
+  bool FollowsTrial(const std::vector<std::int64_t>& samples) const;
+
   std::vector<double> fractions_;
   std::vector<double> per_sample_;
   RebalanceOptions options_;
+  std::vector<double> before_trial_;  // fractions before the change on trial; empty: none
+  double step_before_trial_ = 0;      // seconds per step measured before it
+  int hold_left_ = 0;                 // measurements left without a change
+  int hold_next_ = 0;                 // the hold after the next change that does not pay
 };
 
 }  // namespace tfmpi::planning
