@@ -11,7 +11,11 @@ gradient, fails on that rank. Inside a split step, tf.nn.convolution,
 conv1d/2d/3d, depthwise_conv2d, separable_conv2d and conv_transpose are
 wrapped: on an empty batch the output is the op applied to one row of zeros,
 cut to 0 rows (the right shape, and zero gradients), otherwise the op's own
-output. A NaN from a mean over no rows is handled where metrics are updated
+output. The branch is made only where the slice's rows are unknown when the
+step is traced; where they are known (equal shares and a batch the ranks
+divide) the wrapper picks the right output directly: a branch there gave the
+model's output 0 rows in the trace, and the loss failed on a shape mismatch.
+A NaN from a mean over no rows is handled where metrics are updated
 (metrics_patches.py).
 """
 
@@ -50,8 +54,9 @@ def _wrap(original, arg="input"):
             bound.arguments[arg] = tf.zeros(tf.concat([[1], tf.shape(x)[1:]], 0), x.dtype)
             return original(*bound.args, **bound.kwargs)[:0]
 
-        if tf.executing_eagerly():
-            return on_empty() if x.shape[0] == 0 else out
+        rows = x.shape[0]
+        if rows is not None:  # known (eagerly, or a slice of static size): no branch needed
+            return on_empty() if rows == 0 else out
         return tf.cond(tf.equal(tf.shape(x)[0], 0), on_empty, lambda: out)
 
     wrapper._tfmpi_wrapped = True
