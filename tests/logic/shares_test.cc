@@ -168,6 +168,32 @@ TEST(Rebalancer, AChangeThatDoesNotPayIsUndone) {
   EXPECT_GE(changes, 2);
 }
 
+TEST(Rebalancer, AHostThatSlowsDownEndsTheHold) {
+  Rebalancer r({0.5, 0.5}, {0.5, 0.05, 5});
+  // A trial on noise: proposed, measured no faster, undone; the hold begins.
+  ASSERT_TRUE(r.Observe({1.0, 1.2}, {50, 50}, 100));
+  const auto tried = SliceSizes(r.fractions(), 100);
+  ASSERT_TRUE(r.Observe({1.2, 1.2}, {tried[0], tried[1]}, 100));
+  ASSERT_EQ(r.fractions(), (std::vector<double>{0.5, 0.5}));
+  EXPECT_FALSE(r.Observe({1.0, 1.1}, {50, 50}, 100));  // held
+  // Rank 1's host becomes busy: three times slower. The step is much slower
+  // than when the hold began, so the shares follow at once.
+  EXPECT_TRUE(r.Observe({1.0, 3.3}, {50, 50}, 100));
+  EXPECT_GT(r.fractions()[0], 0.6);
+}
+
+TEST(Rebalancer, AChangeMeasuredWhileAHostSlowsDownIsKept) {
+  Rebalancer r({0.5, 0.5}, {0.5, 0.05, 5});
+  ASSERT_TRUE(r.Observe({1.0, 1.5}, {50, 50}, 100));  // rank 1 starts to slow down
+  const std::vector<double> tried = r.fractions();
+  const auto sizes = SliceSizes(tried, 100);
+  // It slowed down further while the change was on trial: the step is slower
+  // than before, but not because of the change. It is kept (not undone), and
+  // rank 1 may be given even less.
+  r.Observe({sizes[0] * 0.02, sizes[1] * 0.05}, {sizes[0], sizes[1]}, 100);
+  EXPECT_GE(r.fractions()[0], tried[0]);
+}
+
 TEST(Rebalancer, AChangeThatPaysIsKept) {
   Rebalancer r({0.5, 0.5}, {1.0, 0.05, 5});
   ASSERT_TRUE(r.Observe({1.0, 3.0}, {50, 50}, 100));  // rank 1 is 3x slower

@@ -108,10 +108,12 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   const double step = batch > 0 && total > 0 ? slowest_seconds * static_cast<double>(batch) / total : 0;
   if (!before_trial_.empty() && step > 0 && FollowsTrial(samples)) {
     const bool paid = step < step_before_trial_ * (1 - options_.min_gain / 2);
-    if (!paid) {  // Note [Changes on trial]: undo it, and wait longer each time
+    const bool changed = step > step_before_trial_ * (1 + 2 * options_.min_gain);
+    if (!paid && !changed) {  // Note [Changes on trial]: undo it, and wait longer each time
       fractions_ = std::move(before_trial_);
       before_trial_.clear();
       hold_left_ = hold_next_;
+      step_at_hold_ = step_before_trial_;
       hold_next_ = std::min(hold_next_ * 2, options_.hold * 16);
       return true;
     }
@@ -139,6 +141,10 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   const double now = PredictedStepSeconds(fractions_, batch, estimate);
   const double then = PredictedStepSeconds(proposed, batch, estimate);
   if (!before_trial_.empty()) return false;  // the last change is not measured yet
+  if (hold_left_ > 0 && step > step_at_hold_ * (1 + 2 * options_.min_gain)) {
+    hold_left_ = 0;  // the step got slower since the hold began: something changed
+    hold_next_ = options_.hold;
+  }
   if (hold_left_ > 0) {
     --hold_left_;
     return false;

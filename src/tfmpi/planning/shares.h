@@ -44,9 +44,13 @@
 // other rank waits for) is at least min_gain / 2 faster than the step measured
 // before it; otherwise the previous fractions come back and no change is
 // tried for `hold` measurements, doubling after every change that did not
-// pay (up to 16 x hold) and back to `hold` after one that did. A change is
-// judged only once the measured samples follow it (an input pipeline that
-// cuts batches with the shares of its pass follows from its next pass).
+// pay (up to 16 x hold) and back to `hold` after one that did. A step
+// measured more than 2 x min_gain slower than the one it is compared with
+// means something changed (a host became busy): a change on trial is then
+// kept (not judged), and a hold ends, so the shares may follow at once.
+// A change is judged only once the measured samples follow it (an input
+// pipeline that cuts batches with the shares of its pass follows from its
+// next pass).
 #pragma once
 
 #include <cstdint>
@@ -104,6 +108,7 @@ class Rebalancer {
   std::vector<double> before_trial_;  // fractions before the change on trial; empty: none
   double step_before_trial_ = 0;      // seconds per step measured before it
   int hold_left_ = 0;                 // measurements left without a change
+  double step_at_hold_ = 0;           // seconds per step when the hold began
   int hold_next_ = 0;                 // the hold after the next change that does not pay
 };
 
