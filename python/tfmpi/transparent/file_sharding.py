@@ -62,7 +62,6 @@ READERS = frozenset({
     "SqlDataset", "ExperimentalSqlDataset", "LMDBDataset", "ExperimentalLMDBDataset",
     "RecordIODataset"})
 
-_AFTER_BATCH = ("_PrefetchDataset", "_OptionsDataset")
 _said = set()
 _serial = [0]
 
@@ -102,21 +101,18 @@ def _ops(dataset):
 
 def analyse(dataset):
     """A Plan, or None with the reason it cannot be sharded by files."""
-    after, d = [], dataset
-    while type(d).__name__ in _AFTER_BATCH:
-        after.append(d)
-        d = d._input_dataset
-    if type(d).__name__ != "_BatchDataset":
+    from tfmpi.transparent.input_sharding import find_batch
+
+    found = find_batch(dataset)
+    if type(found.top).__name__ != "_BatchDataset":
         return None, "its last step is not batch(B) (then only prefetch / with_options)"
-    batch_size = tf.get_static_value(d._batch_size)
-    drop = tf.get_static_value(d._drop_remainder)
-    if batch_size is None or drop is None:
+    if found.batch_size is None:
         return None, "the batch size is not a constant"
-    readers = READERS & _ops(d._input_dataset)
-    if not readers:
+    unbatched = found.top._input_dataset
+    if not READERS & _ops(unbatched):
         return None, ("no file reader in it (e.g. TFRecordDataset, TextLineDataset, "
                       "FixedLengthRecordDataset)")
-    return Plan(d._input_dataset, int(batch_size), bool(drop), list(reversed(after))), None
+    return Plan(unbatched, found.batch_size, found.drop_remainder, found.after), None
 
 
 def plan_for(dataset):
@@ -165,9 +161,9 @@ def rewrite(plan):
     # An exhausted rank offers an empty batch for as long as the others go on,
     # shaped like its last real batch (a batch of the element spec, unknown
     # inner dimensions 1, if it had none).
+    no_rows = _no_rows(local.element_spec)
     offered = local.map(lambda *x: (element(*x), True)).concatenate(
-        tf.data.Dataset.from_tensors(_no_rows(local.element_spec)).repeat().map(
-            lambda *x: (element(*x), False)))
+        tf.data.Dataset.from_tensors(no_rows).repeat().map(lambda *x: (element(*x), False)))
 
     def carry(empty, item):
         x, real = item
@@ -175,7 +171,7 @@ def rewrite(plan):
             lambda a, b: tf.cond(real, lambda: a, lambda: b), x, empty)
         return tf.nest.map_structure(lambda t: t[:0], out), (out, real)
 
-    offered = offered.scan(_no_rows(local.element_spec), carry)
+    offered = offered.scan(no_rows, carry)
 
     _serial[0] += 1
     name = f"tfmpi/input_files/{_serial[0]}"

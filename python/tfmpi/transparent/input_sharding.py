@@ -113,21 +113,36 @@ def _dense(spec):
     return all(isinstance(s, tf.TensorSpec) for s in tf.nest.flatten(spec))
 
 
-def analyse(dataset):
-    """(Plan, None) when `dataset` can be rewritten, else (None, reason);
-    (None, None) when there is nothing to gain and nothing to say."""
+Batched = collections.namedtuple("Batched", "top after batch_size drop_remainder")
+
+
+def find_batch(dataset):
+    """What stands under the prefetch / options at the end of `dataset` (top),
+    those in order (after), and, where top is a batch of constant size, B and
+    drop_remainder (else None)."""
     after, d = [], dataset
     while type(d).__name__ in _AFTER_BATCH:
         after.append(d)
         d = d._input_dataset
+    size = drop = None
+    if type(d).__name__ == "_BatchDataset":
+        size, drop = tf.get_static_value(d._batch_size), tf.get_static_value(d._drop_remainder)
+    if size is None or drop is None:
+        return Batched(d, list(reversed(after)), None, None)
+    return Batched(d, list(reversed(after)), int(size), bool(drop))
+
+
+def analyse(dataset):
+    """(Plan, None) when `dataset` can be rewritten, else (None, reason);
+    (None, None) when there is nothing to gain and nothing to say."""
+    found = find_batch(dataset)
+    d = found.top
     kind = type(d).__name__
     if kind != "_BatchDataset":
         if kind in _MAPS:
             return None, "a map is applied to whole batches (after batch)"
         return None, None
-    batch_size = tf.get_static_value(d._batch_size)
-    drop = tf.get_static_value(d._drop_remainder)
-    if batch_size is None or drop is None:
+    if found.batch_size is None:
         return None, "the batch size is not a constant"
     maps, e = [], d._input_dataset
     while type(e).__name__ in _MAPS or type(e).__name__ == "_PrefetchDataset":
@@ -154,7 +169,7 @@ def analyse(dataset):
     maps.reverse()
     last_spec = maps[-1].output_spec if maps else e.element_spec
     order = e if reader is None else reader.index_dataset
-    return Plan(order, maps, int(batch_size), bool(drop), list(reversed(after)), reader,
+    return Plan(order, maps, found.batch_size, found.drop_remainder, found.after, reader,
                 last_spec), None
 
 

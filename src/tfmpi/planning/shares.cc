@@ -81,6 +81,15 @@ Rebalancer::Rebalancer(std::vector<double> fractions, RebalanceOptions options)
   hold_next_ = options_.hold;
 }
 
+namespace {
+
+// Whether rank i's numbers are a measurement (a rank with no samples gives none).
+bool Measured(double seconds, std::int64_t samples) {
+  return samples > 0 && std::isfinite(seconds) && seconds >= 0;
+}
+
+}  // namespace
+
 bool Rebalancer::FollowsTrial(const std::vector<std::int64_t>& samples) const {
   double total = 0;
   for (std::int64_t s : samples) total += static_cast<double>(std::max<std::int64_t>(s, 0));
@@ -101,7 +110,7 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   // The step measured: the slowest rank's seconds per batch of `batch`.
   double total = 0, slowest_seconds = 0;
   for (std::size_t i = 0; i < seconds.size(); ++i) {
-    if (samples[i] <= 0 || !std::isfinite(seconds[i]) || seconds[i] < 0) continue;
+    if (!Measured(seconds[i], samples[i])) continue;
     total += static_cast<double>(samples[i]);
     slowest_seconds = std::max(slowest_seconds, seconds[i]);
   }
@@ -121,11 +130,20 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
     hold_next_ = options_.hold;
   }
   for (std::size_t i = 0; i < seconds.size(); ++i) {
-    if (samples[i] <= 0 || !std::isfinite(seconds[i]) || seconds[i] < 0) continue;
+    if (!Measured(seconds[i], samples[i])) continue;
     const double measured = seconds[i] / static_cast<double>(samples[i]);
     per_sample_[i] = per_sample_[i] > 0
                          ? options_.smoothing * measured + (1 - options_.smoothing) * per_sample_[i]
                          : measured;
+  }
+  if (!before_trial_.empty()) return false;  // the last change is not measured yet
+  if (hold_left_ > 0 && step > step_at_hold_ * (1 + 2 * options_.min_gain)) {
+    hold_left_ = 0;  // the step got slower since the hold began: something changed
+    hold_next_ = options_.hold;
+  }
+  if (hold_left_ > 0) {
+    --hold_left_;
+    return false;
   }
   // A rank without a measurement (it computed nothing so far) is assumed as
   // fast as the slowest measured rank, so it is given work to be measured on.
@@ -140,15 +158,6 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   std::vector<double> proposed = ShareFractions(speeds);
   const double now = PredictedStepSeconds(fractions_, batch, estimate);
   const double then = PredictedStepSeconds(proposed, batch, estimate);
-  if (!before_trial_.empty()) return false;  // the last change is not measured yet
-  if (hold_left_ > 0 && step > step_at_hold_ * (1 + 2 * options_.min_gain)) {
-    hold_left_ = 0;  // the step got slower since the hold began: something changed
-    hold_next_ = options_.hold;
-  }
-  if (hold_left_ > 0) {
-    --hold_left_;
-    return false;
-  }
   if (!(then < now * (1 - options_.min_gain))) return false;
   if (step > 0) {
     before_trial_ = fractions_;
