@@ -33,7 +33,9 @@ import tensorflow as tf
 
 from tfmpi.transparent import shares, state
 
-Split = collections.namedtuple("Split", "start size total weight")
+# static_total: the batch size where the trace knows it (None otherwise, and
+# for splits made by a sharded pipeline)
+Split = collections.namedtuple("Split", "start size total weight static_total", defaults=(None,))
 
 _local = threading.local()
 
@@ -143,14 +145,19 @@ def slice_bounds(batch_size):
     return start, size
 
 
+def _first_batched(data):
+    for t in tf.nest.flatten(data):
+        if isinstance(t, tf.RaggedTensor) or (isinstance(t, tf.Tensor) and t.shape.rank != 0):
+            return t
+    return None
+
+
 def leading_dim(data):
     """The batch size of `data` (an int64 tensor), or None if nothing is batched."""
-    for t in tf.nest.flatten(data):
-        if isinstance(t, tf.RaggedTensor):
-            return t.nrows(out_type=tf.int64)
-        if isinstance(t, tf.Tensor) and t.shape.rank != 0:
-            return tf.shape(t, out_type=tf.int64)[0]
-    return None
+    t = _first_batched(data)
+    if isinstance(t, tf.RaggedTensor):
+        return t.nrows(out_type=tf.int64)
+    return None if t is None else tf.shape(t, out_type=tf.int64)[0]
 
 
 def slice_batch(data):
@@ -170,4 +177,5 @@ def slice_batch(data):
         return t
 
     weight = tf.math.divide_no_nan(tf.cast(size, tf.float32), tf.cast(batch, tf.float32))
-    return tf.nest.map_structure(cut, data), Split(start, size, batch, weight)
+    static = tf.compat.dimension_value(_first_batched(data).shape[0])
+    return tf.nest.map_structure(cut, data), Split(start, size, batch, weight, static)

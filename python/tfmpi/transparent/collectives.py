@@ -3,10 +3,15 @@ ops. Names come from tfmpi.transparent.naming (Note [Collective names]): the
 same on every rank running the same script, whatever each rank traced or
 touched before."""
 
+import contextlib
+import threading
+
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
 from tfmpi.transparent import naming
+
+_riders = threading.local()
 
 # Dtypes the engine moves natively, and same-width stand-ins for a broadcast
 # (which only copies bytes) of the others.
@@ -39,8 +44,34 @@ def broadcast_variables(variables, root=0):
     return tf.group(*[a for a in assigns if a is not None]) if assigns else tf.no_op()
 
 
+class Riders:
+    """Tensors summed over ranks in the same grouped op as the next gradient
+    reduction (Note [One collective per step], keras_step.py); `reduced`
+    holds their sums once it ran, else None."""
+
+    def __init__(self, tensors):
+        self.tensors = list(tensors)
+        self.reduced = None
+
+
+@contextlib.contextmanager
+def riding_with_gradients(tensors):
+    """The next reduce_gradients on this thread also sums `tensors`."""
+    riders = Riders(tensors)
+    previous = getattr(_riders, "current", None)
+    _riders.current = riders
+    try:
+        yield riders
+    finally:
+        _riders.current = previous
+
+
 def reduce_gradients(grads, weight):
-    """sum over ranks of weight * grad; IndexedSlices by allgather (no densifying)."""
+    """sum over ranks of weight * grad; IndexedSlices by allgather (no densifying).
+    Tensors riding with the gradients (riding_with_gradients) join the dense
+    group, unweighted."""
+    riders = getattr(_riders, "current", None)
+    _riders.current = None  # one reduction takes them
     out = list(grads)
     dense_at, dense = [], []
     sparse_at = []
@@ -61,10 +92,14 @@ def reduce_gradients(grads, weight):
             out[i] = tf.IndexedSlices(tops.allgather(values, name=f"{base}/{k}/values"),
                                       tops.allgather(g.indices, name=f"{base}/{k}/indices"),
                                       g.dense_shape)
-    if dense:
-        reduced = tops.grouped_allreduce(dense, op="sum", names=naming.names("grad", len(dense)))
+    extra = riders.tensors if riders is not None else []
+    if dense or extra:
+        reduced = tops.grouped_allreduce(dense + extra, op="sum",
+                                         names=naming.names("grad", len(dense) + len(extra)))
         for i, r in zip(dense_at, reduced):
             out[i] = r
+        if riders is not None:
+            riders.reduced = reduced[len(dense):]
     return out
 
 

@@ -26,6 +26,7 @@ loss.
 """
 
 import functools
+import threading
 
 import tensorflow as tf
 
@@ -71,10 +72,48 @@ def wrap_loss_call(original):
             return local  # reduction="none": per-sample values stay local
         if str(getattr(self, "reduction", "")).lower() == "sum":
             local = local * tf.cast(batching.sum_scale_variable(), local.dtype)
-        return local if nested else globalize(local)
+        if nested or flags.active("local_loss"):
+            return local  # Note [Local losses in Keras' own steps], steps.py
+        return globalize(local)
 
     __call__._tfmpi_wrapped = True
     return __call__
+
+
+_calls = threading.local()
+
+
+def _keras_compile_loss_call(original):
+    """Keeps the CompileLoss being called, so its per-output loss trackers
+    are known while they update (_keras_per_output_mean)."""
+    @functools.wraps(original)
+    def call(self, *args, **kwargs):
+        _calls.compile_losses = getattr(_calls, "compile_losses", ()) + (self,)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _calls.compile_losses = _calls.compile_losses[:-1]
+
+    return call
+
+
+def _keras_per_output_mean(original):
+    """Keras 3's CompileLoss tracks each output's loss of a multi-output model
+    in a Mean weighted by the static size of the step's batch, or 1 where the
+    trace does not know it. A local value L_i (Note [Local losses in Keras'
+    own steps]) must weigh w_i W, W being that 1-process weight, for the sum
+    over ranks to give the 1-process state: where the slice's static size is
+    s_i = w_i B it is already given, otherwise (None) it is supplied here."""
+    @functools.wraps(original)
+    def update_state(self, values, sample_weight=None, *args, **kwargs):
+        stack = getattr(_calls, "compile_losses", ())
+        split = batching.traced_split()
+        if (sample_weight is None and stack and split is not None and flags.active("local_loss")
+                and any(m is self for m in getattr(stack[-1], "metrics", ()))):
+            sample_weight = split.weight * float(split.static_total or 1)
+        return original(self, values, sample_weight, *args, **kwargs)
+
+    return update_state
 
 
 def _mask_factor(mask, dtype):
@@ -145,7 +184,13 @@ def install_tensorflow(tf_module):
 
 def install_keras():
     from keras.src.losses import loss
+    from keras.src.trainers import compile_utils
 
+    from keras.src.metrics import reduction_metrics
+
+    compile_utils.CompileLoss.call = _keras_compile_loss_call(compile_utils.CompileLoss.call)
+    reduction_metrics.Mean.update_state = _keras_per_output_mean(
+        reduction_metrics.Mean.update_state)
     loss.apply_mask = _keras_apply_mask(loss.apply_mask)
     loss.reduce_values = _keras_reduce_values(loss.reduce_values)
     if not getattr(loss.Loss.__call__, "_tfmpi_wrapped", False):

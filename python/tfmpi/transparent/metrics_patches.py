@@ -7,7 +7,8 @@ over ranks gives the state the 1-process run would have after the same global
 batches; Metric.stateless_result turns it into the global value. This runs
 wherever Keras reads results (get_metrics_result: in the step, at epoch end, in
 evaluate) and, for custom loops, in Metric.result(), read eagerly or inside a
-tf.function.
+tf.function. Keras 3's own train step sums the states in the gradients'
+collective instead (Note [One collective per step], keras_step.py).
 Evaluation and prediction always split the batch (steps.py), also in
 per-rank batch mode, so every sample is counted exactly once. Code that runs
 on rank 0 alone (Note [Rank-0 sections], rank0.py) reads rank 0's own state.
@@ -28,14 +29,15 @@ from tfmpi.transparent import batching, collectives, flags, rank0, state
 SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
 
 
-def global_results(metrics):
-    """[(metric, result)] computed from the sum of every rank's metric state."""
+def summable_states(metrics):
+    """(every state value of `metrics` in order, the positions of the ones
+    summed over ranks)."""
     values = [tf.convert_to_tensor(v) for m in metrics for v in m.variables]
-    summable = [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
-    if summable:
-        reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
-        for i, r in zip(summable, reduced):
-            values[i] = r
+    return values, [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
+
+
+def results_from_states(metrics, values):
+    """[(metric, result)] computed from `values` (as summable_states lists them)."""
     out, k = [], 0
     with flags.inside("stateless"):
         for m in metrics:
@@ -43,6 +45,29 @@ def global_results(metrics):
             out.append((m, m.stateless_result(values[k:k + n]) if n else m.result()))
             k += n
     return out
+
+
+def global_results(metrics):
+    """[(metric, result)] computed from the sum of every rank's metric state."""
+    values, summable = summable_states(metrics)
+    if summable:
+        reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
+        for i, r in zip(summable, reduced):
+            values[i] = r
+    return results_from_states(metrics, values)
+
+
+def logs_from_results(results):
+    """The logs dict Keras' get_metrics_result makes of [(metric, result)]."""
+    from keras.src.utils import python_utils
+
+    logs = {}
+    for metric, result in results:
+        if isinstance(result, dict):
+            logs.update(result)
+        else:
+            logs[metric.name] = result
+    return python_utils.pythonify_logs(logs)
 
 
 def _wrap_get_metrics_result(original):
@@ -56,15 +81,7 @@ def _wrap_get_metrics_result(original):
 
 
 def _global_metrics_result(self):
-    from keras.src.utils import python_utils
-
-    results = {}
-    for metric, result in global_results(self.metrics):
-        if isinstance(result, dict):
-            results.update(result)
-        else:
-            results[metric.name] = result
-    return python_utils.pythonify_logs(results)
+    return logs_from_results(global_results(self.metrics))
 
 
 def _wrap_result(original):

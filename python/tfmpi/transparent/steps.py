@@ -10,16 +10,72 @@ Evaluation and prediction split the batch in both batch modes, so every
 sample is counted once (Note [Global metrics], metrics_patches.py).
 """
 
+import contextlib
 import functools
 import sys
 
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import (batch_check, batching, collectives, input_sharding, loops, naming,
-                               shares, state)
+from tfmpi.transparent import (batch_check, batching, collectives, flags, input_sharding, loops,
+                               naming, shares, state)
 
 STEPS = ("train_step", "test_step", "predict_step")
+
+# Note [Local losses in Keras' own steps]
+# A Keras Loss returns the global value sum_i w_i L_i (one allreduce, Note
+# [Loss normalisers], losses.py), so that whatever the script does with it
+# sees the 1-process loss. Keras' own train_step and test_step use the value
+# in two places only: the gradient, which is the local one either way, and
+# the loss tracker, a Mean updated with sample weight s_i (the slice's rows).
+# Summed over ranks, the tracker's state is the same with the local value:
+# sum_i s_i L_i = B sum_i w_i L_i, and Keras' compute_loss is a weighted sum
+# of the Loss values and the model's own losses, so the equality carries over
+# to what it returns. The tracker's state is summed with the other metric
+# states when a result is read (Note [Global metrics]). So in these steps
+# (with Keras' own compute_loss) a Loss stays local, and a training step runs
+# no loss collective: its metric states no longer wait for one, and go out
+# while the gradients do. A train_step or compute_loss the script overrides
+# may use the value in other ways, and keeps the global loss.
+# classes whose train_step / test_step / compute_loss are Keras' own -> a
+# function making the fused train step for a model (or None)
+_OWN_STEPS = {}
+
+
+def register_own_steps(cls, fused_train_step=None):
+    """`cls` (Keras 3's TensorFlowTrainer, tf_keras' Model) defines the
+    default train_step, test_step and compute_loss; `fused_train_step(model)`
+    makes its train_step with one collective (Note [One collective per step],
+    keras_step.py), for models that also keep Keras' compute_metrics."""
+    _OWN_STEPS[cls] = fused_train_step
+
+
+def _own_steps_class(model, name):
+    """The registered class whose `name` and compute_loss `model` uses, or None."""
+    if name not in ("train_step", "test_step"):
+        return None
+    kind = type(model)
+    for cls in _OWN_STEPS:
+        if getattr(kind, name, None) is getattr(cls, name) \
+                and getattr(kind, "compute_loss", None) is getattr(cls, "compute_loss", None):
+            return cls
+    return None
+
+
+def keeps_losses_local(model, name):
+    """True where `name` on `model` is Keras' own step with Keras' own
+    compute_loss (Note [Local losses in Keras' own steps])."""
+    return _own_steps_class(model, name) is not None
+
+
+def _fused_train_step(model):
+    """The one-collective train step for `model`, or None where it does not apply."""
+    cls = _own_steps_class(model, "train_step")
+    fused = _OWN_STEPS.get(cls) if cls is not None else None
+    if fused is None or getattr(type(model), "compute_metrics", None) is not \
+            getattr(cls, "compute_metrics", None):
+        return None
+    return fused(model)
 
 
 def global_mode():
@@ -38,16 +94,18 @@ def take_slice(data):
     return local, split
 
 
-def sliced(step):
+def sliced(step, local_losses=False):
     """`step` run on this rank's slice of the batch, its split recorded for
-    the optimizer and loss wrappers (batching.py)."""
+    the optimizer and loss wrappers (batching.py). `local_losses`: Note
+    [Local losses in Keras' own steps]."""
     @functools.wraps(step)
     def sliced_step(data):
         local, split = take_slice(data)
         if split is None:
             return step(data)
         batching.record_split(split)
-        with batching.tracing_split(split):
+        with batching.tracing_split(split), \
+                flags.inside("local_loss") if local_losses else contextlib.nullcontext():
             return step(local)
 
     sliced_step._tfmpi_step = True
@@ -95,7 +153,10 @@ def install_step(model, name):
     if name == "predict_step":
         wrapped = sliced_predict(current)
     elif name == "test_step" or global_mode():
-        wrapped = sliced(current)
+        local = keeps_losses_local(model, name)
+        if name == "train_step":
+            current = _fused_train_step(model) or current
+        wrapped = sliced(current, local)
     else:
         wrapped = per_rank(current)
     object.__setattr__(model, name, wrapped)

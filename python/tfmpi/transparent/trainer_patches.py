@@ -13,7 +13,7 @@ restarts the batch-agreement checks (batch_check.py).
 
 import functools
 
-from tfmpi.transparent import batch_check, state, steps
+from tfmpi.transparent import batch_check, keras_step, state, steps
 
 MAKERS = {"make_train_function": ("train_step", "train_function"),
           "make_test_function": ("test_step", "test_function"),
@@ -57,6 +57,7 @@ def install():
     from keras.src.trainers.epoch_iterator import EpochIterator
     from keras.src.trainers.trainer import Trainer
 
+    steps.register_own_steps(TensorFlowTrainer, keras_step.fused_train_step)
     steps.wrap_make_functions(TensorFlowTrainer, MAKERS)
     steps.mark_loops(TensorFlowTrainer, ("fit", "evaluate", "predict", "train_on_batch",
                                          "test_on_batch", "predict_on_batch"))

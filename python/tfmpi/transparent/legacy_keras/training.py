@@ -68,6 +68,7 @@ def install():
     from tf_keras.src.engine import data_adapter, training
 
     Model = training.Model
+    steps.register_own_steps(Model)
     steps.wrap_make_functions(Model, MAKERS)
     steps.mark_loops(Model, ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch",
                              "predict_on_batch"))
