@@ -18,11 +18,10 @@ change), so that a change is compared with what it replaces in one run.
 
 import argparse
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from step_timing import JOB, step_ms  # noqa: E402
+from step_timing import JOB, baseline_env, interleaved_medians  # noqa: E402
 
 ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
@@ -41,19 +40,9 @@ def main():
         (f"tfmpirun -np {a.np}", ["tfmpirun", "-np", str(a.np)] + job, {}),
     ]
     if a.baseline:
-        if not os.path.isdir(os.path.join(a.baseline, "tfmpi")):
-            raise SystemExit(f"--baseline {a.baseline}: no tfmpi package in that folder")
-        path = os.pathsep.join(filter(None, [os.path.abspath(a.baseline), os.environ.get("PYTHONPATH")]))
         configs.append((f"tfmpirun -np {a.np}, baseline build", ["tfmpirun", "-np", str(a.np)] + job,
-                        {"PYTHONPATH": path}))
-    times = {label: [] for label, _, _ in configs}
-    for r in range(a.rounds):
-        for label, cmd, env in configs:
-            times[label].append(step_ms(cmd, env))
-        print(f"round {r + 1}/{a.rounds}: "
-              + ", ".join(f"{label} {times[label][-1]:.2f} ms" for label, _, _ in configs),
-              file=sys.stderr, flush=True)
-    med = {label: statistics.median(v) for label, v in times.items()}
+                        baseline_env(a.baseline)))
+    med = {label: m for label, (m, _) in interleaved_medians(configs, a.rounds).items()}
     base = med["1 process, 1 thread"]
     print(f"| {a.steps} steps, median of {a.rounds} runs | step (ms) | minus 1 process, 1 thread (ms) |")
     print("|---|---|---|")

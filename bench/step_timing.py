@@ -1,8 +1,10 @@
 """Runs bench/step_job.py (alone or under a launcher) and returns its median
-step time in ms; shared by bench/threads/run.py and bench/messages/run.py."""
+step time in ms; runs configurations interleaved over rounds; shared by the
+step benchmarks (bench/threads, bench/messages, bench/hosts, fixed_cost.py)."""
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -20,3 +22,26 @@ def step_ms(cmd, env, timeout=900):
     if r.returncode != 0 or not m:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
     return float(m.group(1))
+
+
+def baseline_env(folder):
+    """The environment that runs another build of the tfmpi package, held in
+    `folder`, ahead of the installed one."""
+    if not os.path.isdir(os.path.join(folder, "tfmpi")):
+        raise SystemExit(f"--baseline {folder}: no tfmpi package in that folder")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [os.path.abspath(folder),
+                                                        os.environ.get("PYTHONPATH")]))}
+
+
+def interleaved_medians(configs, rounds, digits=2):
+    """{label: (median, [ms per run])} of step_ms(cmd, env) for each
+    (label, cmd, env) in `configs`, all run once per round, `rounds` times;
+    each round is reported on stderr."""
+    times = {label: [] for label, _, _ in configs}
+    for r in range(rounds):
+        for label, cmd, env in configs:
+            times[label].append(step_ms(cmd, env))
+        print(f"round {r + 1}/{rounds}: "
+              + ", ".join(f"{label} {times[label][-1]:.{digits}f} ms" for label, _, _ in configs),
+              file=sys.stderr, flush=True)
+    return {label: (statistics.median(v), v) for label, v in times.items()}

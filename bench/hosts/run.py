@@ -17,7 +17,6 @@ step times. Scaling efficiency = (1-process step / 2-rank step) / 2.
 import argparse
 import os
 import shlex
-import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "cluster"))
 
 import harness  # noqa: E402
-from step_timing import JOB, step_ms  # noqa: E402
+from step_timing import JOB, baseline_env, interleaved_medians  # noqa: E402
 
 
 def main():
@@ -43,20 +42,15 @@ def main():
         configs.append(("tfmpirun -np 2, two hosts", tfmpirun, {}))
         if a.baseline:
             configs.append(("tfmpirun -np 2, two hosts, baseline build", tfmpirun,
-                            {"PYTHONPATH": os.path.abspath(a.baseline)}))
-        times = {name: [] for name, _, _ in configs}
-        for r in range(a.rounds):
-            for name, cmd, env in configs:
-                times[name].append(step_ms(cmd, env))
-            print(f"round {r + 1}/{a.rounds}: " + ", ".join(
-                f"{name} {times[name][-1]:.1f} ms" for name, _, _ in configs), flush=True)
-    one = statistics.median(times[configs[0][0]])
+                            baseline_env(a.baseline)))
+        times = interleaved_medians(configs, a.rounds, digits=1)
+    one = times[configs[0][0]][0]
     print(f"| {a.steps} steps, median of {a.rounds} runs | step (ms) | runs | "
           "scaling efficiency |")
     print("|---|---|---|---|")
     for name, _, _ in configs:
-        t = statistics.median(times[name])
-        runs = ", ".join(f"{v:.1f}" for v in times[name])
+        t, per_run = times[name]
+        runs = ", ".join(f"{v:.1f}" for v in per_run)
         eff = "-" if name == configs[0][0] else f"{one / t / 2:.0%}"
         print(f"| {name} | {t:.1f} | {runs} | {eff} |")
 

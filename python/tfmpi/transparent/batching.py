@@ -152,12 +152,17 @@ def _first_batched(data):
     return None
 
 
+def _rows(t):
+    """The leading dimension of a batched tensor, as an int64 tensor."""
+    if isinstance(t, tf.RaggedTensor):
+        return t.nrows(out_type=tf.int64)
+    return tf.shape(t, out_type=tf.int64)[0]
+
+
 def leading_dim(data):
     """The batch size of `data` (an int64 tensor), or None if nothing is batched."""
     t = _first_batched(data)
-    if isinstance(t, tf.RaggedTensor):
-        return t.nrows(out_type=tf.int64)
-    return None if t is None else tf.shape(t, out_type=tf.int64)[0]
+    return None if t is None else _rows(t)
 
 
 def slice_batch(data):
@@ -166,9 +171,10 @@ def slice_batch(data):
     Works eagerly and in graph mode. Returns (data, None) when nothing in
     `data` has a batch dimension.
     """
-    batch = leading_dim(data)
-    if batch is None:
+    first = _first_batched(data)
+    if first is None:
         return data, None
+    batch = _rows(first)
     start, size = slice_bounds(batch)
 
     def cut(t):
@@ -177,5 +183,5 @@ def slice_batch(data):
         return t
 
     weight = tf.math.divide_no_nan(tf.cast(size, tf.float32), tf.cast(batch, tf.float32))
-    static = tf.compat.dimension_value(_first_batched(data).shape[0])
+    static = tf.compat.dimension_value(first.shape[0])
     return tf.nest.map_structure(cut, data), Split(start, size, batch, weight, static)

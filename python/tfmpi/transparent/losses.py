@@ -184,9 +184,8 @@ def install_tensorflow(tf_module):
 
 def install_keras():
     from keras.src.losses import loss
-    from keras.src.trainers import compile_utils
-
     from keras.src.metrics import reduction_metrics
+    from keras.src.trainers import compile_utils
 
     compile_utils.CompileLoss.call = _keras_compile_loss_call(compile_utils.CompileLoss.call)
     reduction_metrics.Mean.update_state = _keras_per_output_mean(

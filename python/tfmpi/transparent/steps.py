@@ -37,6 +37,7 @@ STEPS = ("train_step", "test_step", "predict_step")
 # no loss collective: its metric states no longer wait for one, and go out
 # while the gradients do. A train_step or compute_loss the script overrides
 # may use the value in other ways, and keeps the global loss.
+
 # classes whose train_step / test_step / compute_loss are Keras' own -> a
 # function making the fused train step for a model (or None)
 _OWN_STEPS = {}
