@@ -179,10 +179,17 @@ def _rmdir_retry(path, deadline):
 class V1Controller(_Controller):
     version = 1
 
-    def __init__(self, cpu_root, cpuacct_root=None):
+    def __init__(self, cpu_root, cpuacct_root=None, cpu_options=("cpu",)):
         self.cpu_root = cpu_root
         self.cpuacct_root = cpuacct_root
+        self.cpu_options = tuple(cpu_options)  # the controllers of the cpu hierarchy
         self.roots = (cpu_root,) if cpuacct_root in (None, cpu_root) else (cpu_root, cpuacct_root)
+
+    def mount_script(self):
+        """Shell commands that show this hierarchy in a namespace whose /sys has none."""
+        folder = "/sys/fs/cgroup/" + os.path.basename(self.cpu_root.rstrip("/"))
+        return (f"mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup && mkdir -p {folder} && "
+                f"mount -t cgroup -o {','.join(self.cpu_options)} cgroup {folder}")
 
     def set_quota(self, group, fraction):
         quota = _quota_us(fraction)
@@ -210,6 +217,10 @@ class V2Controller(_Controller):
     def __init__(self, root):
         self.root = root
         self.roots = (root,)
+
+    def mount_script(self):
+        """Shell commands that show this hierarchy in a namespace whose /sys has none."""
+        return "mount -t cgroup2 cgroup2 /sys/fs/cgroup"
 
     def _enable_cpu(self, folder):
         control = os.path.join(folder, "cgroup.subtree_control")
@@ -251,10 +262,11 @@ def detect(mountinfo_text=None):
     if mountinfo_text is None:
         mountinfo_text = _read("/proc/self/mountinfo")
     mounts = parse_mountinfo(mountinfo_text)
-    cpu = [m for m, fs, opts in mounts if fs == "cgroup" and "cpu" in opts]
+    cpu = [(m, opts) for m, fs, opts in mounts if fs == "cgroup" and "cpu" in opts]
     if cpu:
         acct = [m for m, fs, opts in mounts if fs == "cgroup" and "cpuacct" in opts]
-        return V1Controller(cpu[0], acct[0] if acct else None), None
+        controllers = sorted(o for o in cpu[0][1] if o in ("cpu", "cpuacct"))
+        return V1Controller(cpu[0][0], acct[0] if acct else None, controllers), None
     for mount, fs, _ in mounts:
         if fs != "cgroup2":
             continue

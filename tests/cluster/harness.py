@@ -137,7 +137,8 @@ class EmulatedCluster:
                        for h in self.hosts]
         self.agent = rsh_agent.write_agent(
             os.path.join(self.temp_dir, "rsh-agent"), agent_hosts, availability.tools(),
-            rsh_agent.clean_environment(self.path), run_name=self.run_name)
+            rsh_agent.clean_environment(self.path), run_name=self.run_name,
+            cgroup_mount=controller.mount_script())
         self.hostfile = rsh_agent.write_hostfile(
             os.path.join(self.temp_dir, "hostfile"), [h.address for h in self.hosts], self.slots)
 

@@ -3,7 +3,9 @@
 Called as ssh would be, `agent [OPTIONS] [USER@]HOST COMMAND...`, it
   1. moves its own shell into the host's cgroups (this has to happen before entering the
      namespace: `ip netns exec` remounts /sys without the cgroup hierarchies);
-  2. execs `ip netns exec NS` [`unshare --uts`, sets the host name], then
+  2. execs `ip netns exec NS`, mounts the CPU controller's hierarchy again in that private
+     /sys (as a container or batch job sees its own limits: a rank can read its host's
+     quota), [`unshare --uts`, sets the host name], then
      `env -i HOME=... PATH=... USER=... LOGNAME=... SHELL=/bin/sh sh -c "COMMAND..."`:
      the command starts with a clean environment, as over ssh, so a variable that would
      not reach a remote rank on a real cluster does not reach it here either.
@@ -31,9 +33,11 @@ def clean_environment(path):
             "LOGNAME": user.pw_name, "SHELL": "/bin/sh"}
 
 
-def agent_script(hosts, tools, env, run_name=""):
+def agent_script(hosts, tools, env, run_name="", cgroup_mount=""):
     """Text of the agent (a POSIX sh script). `tools` maps ip, env and (for host names)
-    unshare and hostname to absolute paths; `env` is the clean environment."""
+    unshare and hostname to absolute paths; `env` is the clean environment;
+    `cgroup_mount`: shell commands that mount the CPU controller's hierarchy on
+    /sys/fs/cgroup inside the namespace (empty: none)."""
     q = shlex.quote
     env_words = " ".join(q(f"{k}={v}") for k, v in env.items())
     cases = []
@@ -45,6 +49,10 @@ def agent_script(hosts, tools, env, run_name=""):
     if tools.get("unshare") and tools.get("hostname"):
         uts = (f'if [ -n "$name" ]; then set -- {q(tools["unshare"])} --uts /bin/sh -c '
                f"'{q(tools['hostname'])} \"$0\" && exec \"$@\"' \"$name\" \"$@\"; fi\n")
+    mount = ""
+    if cgroup_mount:  # best effort: a rank that cannot read its quota treats it as unknown
+        inner = "{ " + cgroup_mount + '; } 2>/dev/null; exec "$@"'
+        mount = f'set -- /bin/sh -c {q(inner)} sh "$@"\n'
     return f"""#!/bin/sh
 # rsh agent of emulated cluster {run_name}: agent [OPTIONS] [USER@]HOST COMMAND...
 while [ $# -gt 0 ]; do
@@ -66,7 +74,7 @@ done
 cd {q(env["HOME"])} 2>/dev/null || cd /  # where sshd starts a command
 command="$*"
 set -- {q(tools["env"])} -i {env_words} /bin/sh -c "$command"
-{uts}exec {q(tools["ip"])} netns exec "$ns" "$@"
+{uts}{mount}exec {q(tools["ip"])} netns exec "$ns" "$@"
 """
 
 

@@ -95,6 +95,15 @@ def test_detect_prefers_cgroup_v1_cpu_and_finds_cpuacct():
     assert controller.cpuacct_root == controller.cpu_root
 
 
+def test_the_mount_script_remounts_the_cpu_hierarchy_with_its_controllers():
+    # what the agent runs in a host's private /sys, so that ranks can read their quota
+    separate = cpu_cgroups.detect(V1_SEPARATE)[0].mount_script()
+    assert separate.endswith("mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu"), separate
+    comounted = cpu_cgroups.detect(V1_COMOUNTED)[0].mount_script()
+    assert comounted.endswith("-o cpu,cpuacct cgroup /sys/fs/cgroup/cpu,cpuacct"), comounted
+    assert cpu_cgroups.V2Controller("/x").mount_script() == "mount -t cgroup2 cgroup2 /sys/fs/cgroup"
+
+
 def _fake_v2(tmp_path, controllers="cpuset cpu io memory pids"):
     root = tmp_path / "cg 2"  # a space, escaped as \040 in mountinfo
     root.mkdir()

@@ -90,3 +90,34 @@ def test_fidelity_across_hosts(two_hosts, kind, tmp_path):
                               env, timeout=600)
     assert r.returncode == 0, r.stdout
     fidelity_check.assert_matches(ref, out, 4, r.stdout)
+
+
+POOLS = """
+import json, os, sys
+view = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+with open(os.path.join(sys.argv[1], f"pools-{os.getpid()}.json"), "w") as f:
+    json.dump(view, f)
+"""
+
+
+def test_a_rank_keeps_its_pools_to_its_hosts_cpu_quota(tmp_path):
+    """Note [Threads per rank]: on a host whose cgroup quota (one core) is below the CPUs it
+    shows, a rank alone on the host sizes TensorFlow's pools to the quota, at 2 ranks across
+    two hosts and as the one rank of tfmpirun -np 1. The agent shows each host its own
+    cgroup, as a container or batch job sees its limits."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs: a quota of one core must be below the CPUs a host shows")
+    reason = harness.unavailable_reason()
+    if reason:
+        pytest.skip(f"emulated cluster unavailable: {reason}")
+    with harness.EmulatedCluster(hosts=2, cpu_quota=1.0) as cluster:
+        for np_ in (2, 1):
+            out = tmp_path / f"np{np_}"
+            out.mkdir()
+            r = run(["tfmpirun", "-np", str(np_), *cluster.tfmpirun_args(), sys.executable,
+                     "-c", POOLS, str(out)], 120, env=QUIET)
+            assert r.returncode == 0, r.stdout
+            views = [json.load(open(p)) for p in sorted(out.glob("pools-*.json"))]
+            assert views == [{"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}] * np_, \
+                (views, r.stdout)
+            assert "cgroup quota 1, 1 rank on this host" in r.stdout, r.stdout

@@ -16,6 +16,7 @@ std::vector<int> Cpus(int n, int first = 0) {
 
 TEST(Threads, OneRankKeepsTheWholeHost) {
   const ThreadPlan p = PlanThreads(Cpus(8), std::nullopt, 0, 1, true);
+  EXPECT_FALSE(p.apply);  // TensorFlow's defaults already use the whole host
   EXPECT_EQ(p.cores, 8);
   EXPECT_EQ(p.intra_op, 8);
   EXPECT_EQ(p.inter_op, 8);
@@ -53,6 +54,23 @@ TEST(Threads, TheCgroupQuotaCapsTheHostAndForbidsBinding) {
   EXPECT_EQ(PlanThreads(Cpus(16), 2.6, 0, 1, false).cores, 3);
   // A quota above the CPU count changes nothing.
   EXPECT_EQ(PlanThreads(Cpus(4), 64.0, 0, 2, false).cores, 2);
+}
+
+TEST(Threads, ALoneRankKeepsToACgroupQuotaBelowItsCpus) {
+  // Two CPUs visible, one core of quota: TensorFlow's default pools would be throttled.
+  const ThreadPlan capped = PlanThreads(Cpus(2), 1.0, 0, 1, true);
+  EXPECT_TRUE(capped.apply);
+  EXPECT_EQ(capped.intra_op, 1);
+  EXPECT_EQ(capped.inter_op, 1);
+  EXPECT_TRUE(capped.bind_cpus.empty());
+  EXPECT_NE(capped.why.find("quota"), std::string::npos) << capped.why;
+  // No quota, or a quota that does not cap the host: the defaults, and the line says so.
+  const ThreadPlan free = PlanThreads(Cpus(2), std::nullopt, 0, 1, false);
+  EXPECT_FALSE(free.apply);
+  EXPECT_NE(free.why.find("TensorFlow's defaults"), std::string::npos) << free.why;
+  EXPECT_FALSE(PlanThreads(Cpus(2), 2.2, 0, 1, false).apply);
+  // Ranks that share a host always get a plan.
+  EXPECT_TRUE(PlanThreads(Cpus(8), std::nullopt, 1, 2, false).apply);
 }
 
 TEST(Threads, BindingHandsOutDisjointRunsOfTheAffinityList) {

@@ -1,4 +1,5 @@
-"""Ranks that share a host share its cores (Note [Threads per rank],
+"""Ranks that share a host share its cores, and a rank held below its CPUs
+by a cgroup quota keeps to the quota (Note [Threads per rank],
 src/tfmpi/planning/threads.h).
 
 Runs at start-up, before the script imports TensorFlow: the C++ plan gives
@@ -20,9 +21,11 @@ VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREAD
 
 def apply(options, core, rank, local_rank, local_size):
     """Sets this rank's pool sizes; returns the plan (None when nothing was done)."""
-    if options.threads == "off" or local_size <= 1:
+    if options.threads == "off":
         return None
     plan = core.thread_plan(local_rank, local_size, options.bind_cores)
+    if not plan["apply"]:
+        return None
     values = {"TF_NUM_INTRAOP_THREADS": plan["intra_op"],
               "TF_NUM_INTEROP_THREADS": plan["inter_op"],
               "OMP_NUM_THREADS": plan["intra_op"]}

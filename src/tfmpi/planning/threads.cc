@@ -25,6 +25,7 @@ ThreadPlan PlanThreads(const std::vector<int>& cpus, std::optional<double> quota
   plan.cores = std::max(1, host / k + (r < host % k ? 1 : 0));
   plan.intra_op = plan.cores;
   plan.inter_op = plan.cores;
+  plan.apply = k > 1 || capped;
   if (bind && !capped && k <= static_cast<int>(cpus.size()) && k > 1) {
     int first = r * (host / k) + std::min(r, host % k);
     plan.bind_cpus.assign(cpus.begin() + first, cpus.begin() + first + plan.cores);
@@ -32,6 +33,7 @@ ThreadPlan PlanThreads(const std::vector<int>& cpus, std::optional<double> quota
   plan.why = fmt::format("{} of {} cores ({} CPUs{}, {} rank{} on this host)", plan.cores, host,
                          cpus.size(), capped ? fmt::format(", cgroup quota {:.2g}", *quota) : "",
                          k, k == 1 ? "" : "s");
+  if (!plan.apply) plan.why = "TensorFlow's defaults: " + plan.why;
   return plan;
 }
 

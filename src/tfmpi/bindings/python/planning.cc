@@ -25,6 +25,7 @@ py::dict ThreadPlanFor(int local_rank, int local_size, bool bind) {
   d["intra_op"] = plan.intra_op;
   d["inter_op"] = plan.inter_op;
   d["bind_cpus"] = plan.bind_cpus;
+  d["apply"] = plan.apply;
   d["why"] = plan.why;
   d["quota_source"] = cpus.quota_source;
   return d;
@@ -43,7 +44,8 @@ void RegisterPlanning(py::module_& m) {
   m.def("thread_plan", &ThreadPlanFor, py::arg("local_rank"), py::arg("local_size"),
         py::arg("bind"),
         "This rank's thread pools and CPUs on its host (Note [Threads per rank]): a dict "
-        "with cores, intra_op, inter_op, bind_cpus, why and quota_source.");
+        "with cores, intra_op, inter_op, bind_cpus, apply (False: keep TensorFlow's "
+        "defaults), why and quota_source.");
   m.def("bind_process", &BindProcess, py::arg("cpus"),
         "Keep only `cpus` in the affinity of every thread of this process.");
   m.def("share_fractions", &planning::ShareFractions, py::arg("speeds"),
