@@ -15,10 +15,11 @@ def job_command(model, steps):
     return [sys.executable, JOB, model, "--steps", str(steps)]
 
 
-def step_ms(cmd, env, timeout=900):
+def step_ms(cmd, env, timeout=900, statistic="STEP_MS"):
+    """The job's median step time, or with statistic="STEP_MEAN_MS" its mean."""
     full = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
     r = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=timeout)
-    m = re.search(r"STEP_MS ([0-9.]+)", r.stdout)
+    m = re.search(rf"^{statistic} ([0-9.]+)", r.stdout, re.M)
     if r.returncode != 0 or not m:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
     return float(m.group(1))
@@ -33,14 +34,26 @@ def baseline_env(folder):
                                                         os.environ.get("PYTHONPATH")]))}
 
 
-def interleaved_medians(configs, rounds, digits=2):
-    """{label: (median, [ms per run])} of step_ms(cmd, env) for each
-    (label, cmd, env) in `configs`, all run once per round, `rounds` times;
-    each round is reported on stderr."""
+def env_settings(parser, values):
+    """[(text, {name: value})] of --env values "NAME=VALUE[,NAME=VALUE...]";
+    a malformed one is a usage error of `parser`."""
+    settings = []
+    for text in values:
+        pairs = [p.split("=", 1) for p in text.split(",")]
+        if any(len(p) != 2 or not p[0] for p in pairs):
+            parser.error(f"--env {text!r}: expected NAME=VALUE[,NAME=VALUE...]")
+        settings.append((text, dict(pairs)))
+    return settings
+
+
+def interleaved_medians(configs, rounds, digits=2, statistic="STEP_MS"):
+    """{label: (median, [ms per run])} of step_ms(cmd, env, statistic=...) for
+    each (label, cmd, env) in `configs`, all run once per round, `rounds`
+    times; each round is reported on stderr."""
     times = {label: [] for label, _, _ in configs}
     for r in range(rounds):
         for label, cmd, env in configs:
-            times[label].append(step_ms(cmd, env))
+            times[label].append(step_ms(cmd, env, statistic=statistic))
         print(f"round {r + 1}/{rounds}: "
               + ", ".join(f"{label} {times[label][-1]:.{digits}f} ms" for label, _, _ in configs),
               file=sys.stderr, flush=True)

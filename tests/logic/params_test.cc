@@ -43,7 +43,7 @@ TEST(ResolveEngineOptions, DefaultsWhenNothingIsSet) {
   ASSERT_TRUE(Resolve({}, &o).ok());
   EXPECT_EQ(o.fusion_threshold, 64u << 20);
   EXPECT_EQ(o.direct_threshold, 1u << 20);
-  EXPECT_DOUBLE_EQ(o.cycle_time_ms, 1.0);
+  EXPECT_DOUBLE_EQ(o.cycle_time_ms, 5.0);
   EXPECT_EQ(o.cache_capacity, 1024u);
   EXPECT_EQ(o.timeline_path, "");
   EXPECT_DOUBLE_EQ(o.stall_warning_seconds, 60);

@@ -211,7 +211,15 @@ Status Engine::Serve(Communicator* comm, Timeline* timeline, PendingTable* pendi
     // moment all ranks share, so cycles are timed from it.
     // Note [Idle cycles]: while no rank has anything pending, each cycle waits
     // twice as long as the last, up to kMaxIdleDoublings doublings, so an idle
-    // engine costs little CPU.
+    // engine costs little CPU. A timed cycle decides nothing a request would
+    // not start at once (below); it only lets ranks see a peer's leave notice
+    // or a stall. So the period (TFMPI_CYCLE_TIME_MS) is 5 ms by default, not
+    // 1: timed ANDs between the steps of a small CNN across two emulated hosts
+    // woke both engine threads on hosts of one core, over TCP, and a request
+    // arriving during one waited for it. With 5 ms the run had a third of the
+    // cycles and its steps were a little faster, and the tiny model's step at
+    // -np 2 on one host 8% faster (docs/performance.md, "Idle cycles between
+    // steps").
     // Note [Waking the cycle]: a request should not wait for a timer; the
     // cycle that decides it can run as soon as every rank has it. So
     //  * Enqueue wakes a rank waiting for its next cycle at once (a grouped

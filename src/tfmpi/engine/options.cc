@@ -15,7 +15,7 @@ const ParamRegistry& EngineParams() {
        "Tensors of at least this many bytes skip the fusion buffer and are reduced in place "
        "in the caller's memory (no copies).",
        {}},
-      {"TFMPI_CYCLE_TIME_MS", ParamType::kDouble, "1", 0, 1000, {},
+      {"TFMPI_CYCLE_TIME_MS", ParamType::kDouble, "5", 0, 1000, {},
        "Background negotiation cycle period in milliseconds, for ranks with nothing waiting "
        "(a new request, or one still waiting for a peer, starts a cycle at once). While no "
        "rank has anything pending, cycles lengthen to up to 8 times this.",

@@ -12,7 +12,7 @@ namespace tfmpi {
 struct EngineOptions {
   std::size_t fusion_threshold = 64u << 20;
   std::size_t direct_threshold = 1u << 20;
-  double cycle_time_ms = 1.0;
+  double cycle_time_ms = 5.0;  // Note [Idle cycles], engine_loop.cc
   std::size_t cache_capacity = 1024;
   std::string timeline_path;
   double stall_warning_seconds = 60;
