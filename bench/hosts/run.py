@@ -1,11 +1,11 @@
 """A small CNN across two emulated hosts: what tfmpi's per-step collectives cost
 when they cross a network. One command, one run (needs root: tests/cluster):
 
-    python bench/hosts/run.py [--rounds 3] [--steps 150] [--batch 64] [--baseline DIR]
+    python bench/hosts/run.py [--rounds 3] [--steps 150] [--batch 64] [--quota 1] [--baseline DIR]
                               [--env NAME=VALUE[,NAME=VALUE...]]
 
-Two emulated hosts of one core each (network namespaces joined by TCP, CPU
-quotas in cgroups). `bench/step_job.py cnn --metrics` (2 conv + 2 dense layers
+Two emulated hosts of one core each, or --quota cores (network namespaces
+joined by TCP, CPU quotas in cgroups). `bench/step_job.py cnn --metrics` (2 conv + 2 dense layers
 on 32x32 inputs, an accuracy metric, model.fit) runs as one process on one host,
 with TensorFlow's default pools and with pools of one thread (the faster of the
 two is the baseline), and under tfmpirun -np 2 across both hosts at the same
@@ -36,13 +36,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--batch", type=int, default=64, help="the global batch")
+    parser.add_argument("--quota", type=float, default=1.0,
+                        help="each host's CPU quota in cores (default 1: both hosts together "
+                             "take the whole of a 2-core machine)")
     parser.add_argument("--baseline", help="a folder holding another build of the tfmpi package")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE[,...]",
                         help="also run -np 2 with these variables set")
     a = parser.parse_args()
     settings = env_settings(parser, a.env)
     job = [sys.executable, JOB, "cnn", "--metrics", "--steps", str(a.steps), "--batch", str(a.batch)]
-    with harness.EmulatedCluster(hosts=2, cpu_quota=1.0) as cluster:
+    with harness.EmulatedCluster(hosts=2, cpu_quota=a.quota) as cluster:
         def alone(env):
             # the agent starts a clean environment, as ssh does: set what the job needs
             assigned = [f"{k}={v}" for k, v in {"TF_CPP_MIN_LOG_LEVEL": "2", **env}.items()]
