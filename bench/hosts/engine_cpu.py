@@ -7,8 +7,9 @@ Each rank busy-waits 16 ms (a step's compute) plus, with jitter, a random 0-4 ms
 (so one rank often reaches the collective first and waits for the other), then
 allreduces a buffer of 1 float (negotiation only) or 315,000 floats (the
 gradients of bench/step_job.py's CNN) through the numpy API. Prints, for each
-case, the tfmpi-engine thread's CPU ms per allreduce and the wall ms per
-iteration on rank 0 (one run; hosts of one core each).
+case, the tfmpi-engine thread's CPU ms per allreduce, the wall ms per
+iteration and the engine's negotiation cycles per allreduce on rank 0 (one
+run; hosts of one core each).
 """
 
 import argparse
@@ -45,6 +46,7 @@ def rank_main(elements, jitter, ops):
     for _ in range(5):
         tfmpi.allreduce(x, name="w")
     random.seed(tfmpi.rank())
+    cycles0 = tfmpi.engine_stats()["cycles"]
     cpu0, t0 = engine_cpu_seconds(), time.perf_counter()
     for _ in range(ops):
         end = time.perf_counter() + COMPUTE_S + random.random() * jitter
@@ -52,8 +54,10 @@ def rank_main(elements, jitter, ops):
             pass
         tfmpi.allreduce(x, name="w")
     cpu1, t1 = engine_cpu_seconds(), time.perf_counter()
+    cycles = (tfmpi.engine_stats()["cycles"] - cycles0) / ops
     if tfmpi.rank() == 0:
-        print(f"RESULT {1000 * (cpu1 - cpu0) / ops:.2f} {1000 * (t1 - t0) / ops:.2f}", flush=True)
+        print(f"RESULT {1000 * (cpu1 - cpu0) / ops:.2f} {1000 * (t1 - t0) / ops:.2f} {cycles:.2f}",
+              flush=True)
 
 
 def main():
@@ -65,8 +69,9 @@ def main():
         return rank_main(int(a.rank[0]), float(a.rank[1]), a.ops)
     sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "cluster"))
     import harness
-    print("| allreduce of | peer jitter | engine CPU per allreduce (ms) | wall per iteration (ms) |")
-    print("|---|---|---|---|")
+    print("| allreduce of | peer jitter | engine CPU per allreduce (ms) | wall per iteration (ms) "
+          "| engine cycles per allreduce |")
+    print("|---|---|---|---|---|")
     with harness.EmulatedCluster(hosts=2, cpu_quota=1.0) as cluster:
         for elements in (1, 315000):
             for jitter in (0.0, 0.004):
@@ -78,9 +83,9 @@ def main():
                 if r.returncode != 0 or not lines:
                     raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n"
                                      f"{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-                cpu, wall = lines[0].split()[1:]
-                print(f"| {elements:,} floats | {'0-4 ms' if jitter else 'none'} | {cpu} | {wall} |",
-                      flush=True)
+                cpu, wall, cycles = lines[0].split()[1:]
+                print(f"| {elements:,} floats | {'0-4 ms' if jitter else 'none'} | {cpu} | {wall} "
+                      f"| {cycles} |", flush=True)
 
 
 if __name__ == "__main__":
