@@ -91,9 +91,21 @@ TEST(Placement, MoreSlotsThanCoresShareThem) {
 }
 
 TEST(Placement, QuotaCapsUsableCores) {
+  // 2 slots on a 1.5-core quota: the one-thread benchmark ran at full speed, the slots share.
   ProbedHost quota = Host("q", 2, 10);
-  quota.report->cpu_quota = 0.5;
-  EXPECT_DOUBLE_EQ(Plan({quota}, 1).hosts[0].speed_per_slot, 2.5);
+  quota.report->cpu_quota = 1.5;
+  EXPECT_DOUBLE_EQ(Plan({quota}, 1).hosts[0].speed_per_slot, 7.5);
+}
+
+TEST(Placement, AQuotaBelowOneCoreCountsOnceThroughTheBenchmark) {
+  // The benchmark (one thread) already ran at the quota's speed: one slot gets all of it,
+  // two slots half each.
+  ProbedHost small = Host("q", 1, 2.5);
+  small.report->cpu_quota = 0.25;
+  EXPECT_DOUBLE_EQ(Plan({small}, 1).hosts[0].speed_per_slot, 2.5);
+  ProbedHost shared = Host("q", 2, 5);
+  shared.report->cpu_quota = 0.5;
+  EXPECT_DOUBLE_EQ(Plan({shared}, 1).hosts[0].speed_per_slot, 2.5);
 }
 
 TEST(Placement, UnsetSlotsAreTheProbedCores) {

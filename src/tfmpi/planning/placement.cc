@@ -8,8 +8,10 @@ namespace tfmpi::planning {
 
 namespace {
 
+// Note [Placement scoring]: the one-thread benchmark already shows a quota of
+// up to one core, so only ranks beyond the usable cores (at least one) share.
 double SpeedPerSlot(const probe::NodeReport& r, int slots) {
-  return r.bench_gflops * std::min(1.0, r.UsableCores() / std::max(slots, 1));
+  return r.bench_gflops * std::min(1.0, std::max(1.0, r.UsableCores()) / std::max(slots, 1));
 }
 
 // The index of the next host to fill (Note [Placement scoring]), or -1.

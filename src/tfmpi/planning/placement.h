@@ -3,7 +3,10 @@
 // Note [Placement scoring]
 // * A host's speed per slot is its benchmark throughput (which already shows
 //   its CPU quota and its background load: Note [Compute benchmark]) times
-//   min(1, usable cores / slots): ranks beyond the usable cores share them.
+//   min(1, max(1, usable cores) / slots): ranks beyond the usable cores share
+//   them. The benchmark runs one thread, so a quota below one core is in it
+//   already and must not count twice (a 0.25-core host with one slot scores
+//   its benchmark, not a quarter of it).
 //   The load average is shown, not scored: it lags by a minute and, in a
 //   container, is the whole machine's.
 // * Left out before choosing: hosts whose probe failed or timed out (with
