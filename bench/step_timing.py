@@ -42,6 +42,8 @@ def env_settings(parser, values):
         pairs = [p.split("=", 1) for p in text.split(",")]
         if any(len(p) != 2 or not p[0] for p in pairs):
             parser.error(f"--env {text!r}: expected NAME=VALUE[,NAME=VALUE...]")
+        if any(text == seen for seen, _ in settings):
+            parser.error(f"--env {text!r} given twice")
         settings.append((text, dict(pairs)))
     return settings
 

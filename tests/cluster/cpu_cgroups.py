@@ -11,6 +11,7 @@ placed in a host by writing its pid to every path of `HostCgroup.procs_files`.
 import errno
 import os
 import re
+import shlex
 import time
 
 PERIOD_US = 100_000
@@ -187,7 +188,7 @@ class V1Controller(_Controller):
 
     def mount_script(self):
         """Shell commands that show this hierarchy in a namespace whose /sys has none."""
-        folder = "/sys/fs/cgroup/" + os.path.basename(self.cpu_root.rstrip("/"))
+        folder = shlex.quote("/sys/fs/cgroup/" + os.path.basename(self.cpu_root.rstrip("/")))
         return (f"mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup && mkdir -p {folder} && "
                 f"mount -t cgroup -o {','.join(self.cpu_options)} cgroup {folder}")
 

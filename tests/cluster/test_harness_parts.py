@@ -22,7 +22,7 @@ exec "$@"
 """
 
 
-def _agent(tmp_path):
+def _agent(tmp_path, cgroup_mount=""):
     fake_ip = tmp_path / "ip"
     fake_ip.write_text(FAKE_IP)
     fake_ip.chmod(0o755)
@@ -31,7 +31,8 @@ def _agent(tmp_path):
              rsh_agent.AgentHost(("198.18.7.11", "run-h1"), "run-h1", tuple(map(str, procs)))]
     env = rsh_agent.clean_environment("/usr/bin:/bin")
     agent = rsh_agent.write_agent(str(tmp_path / "agent"), hosts,
-                                  {"ip": str(fake_ip), "env": shutil.which("env")}, env, "run")
+                                  {"ip": str(fake_ip), "env": shutil.which("env")}, env, "run",
+                                  cgroup_mount=cgroup_mount)
     return agent, procs, env
 
 
@@ -52,6 +53,18 @@ def test_agent_runs_the_command_in_the_hosts_namespace_and_cgroup(tmp_path):
     assert (tmp_path / "netns-used").read_text().strip() == "run-h1"
     # Every step execs: the pid moved into the cgroups is the command's own.
     assert [p.read_text().strip() for p in procs] == [pid, pid]
+
+
+@pytest.mark.parametrize("mount", ["echo mounted > {}/mount-ran", "echo failed >&2; false"])
+def test_agent_mounts_the_cgroup_hierarchy_first_and_goes_on_if_that_fails(tmp_path, mount):
+    # The mount commands run inside the namespace, before the command; a failure is silent
+    # and the command still runs, with the same pid in the cgroups.
+    agent, procs, _ = _agent(tmp_path, cgroup_mount=mount.format(tmp_path))
+    proc = subprocess.run([agent, "198.18.7.11", "echo", "$$"], capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert [p.read_text().strip() for p in procs] == [proc.stdout.strip()] * 2
+    assert (tmp_path / "mount-ran").exists() == mount.startswith("echo mounted")
 
 
 def test_agent_refuses_unknown_hosts_and_missing_commands(tmp_path):
@@ -101,7 +114,8 @@ def test_the_mount_script_remounts_the_cpu_hierarchy_with_its_controllers():
     assert separate.endswith("mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu"), separate
     comounted = cpu_cgroups.detect(V1_COMOUNTED)[0].mount_script()
     assert comounted.endswith("-o cpu,cpuacct cgroup /sys/fs/cgroup/cpu,cpuacct"), comounted
-    assert cpu_cgroups.V2Controller("/x").mount_script() == "mount -t cgroup2 cgroup2 /sys/fs/cgroup"
+    assert cpu_cgroups.V2Controller("/x").mount_script() == \
+        "mount -t cgroup2 cgroup2 /sys/fs/cgroup"
 
 
 def _fake_v2(tmp_path, controllers="cpuset cpu io memory pids"):

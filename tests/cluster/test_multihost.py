@@ -118,6 +118,6 @@ def test_a_rank_keeps_its_pools_to_its_hosts_cpu_quota(tmp_path):
                      "-c", POOLS, str(out)], 120, env=QUIET)
             assert r.returncode == 0, r.stdout
             views = [json.load(open(p)) for p in sorted(out.glob("pools-*.json"))]
-            assert views == [{"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}] * np_, \
-                (views, r.stdout)
+            one_core = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+            assert views == [one_core] * np_, (views, r.stdout)
             assert "cgroup quota 1, 1 rank on this host" in r.stdout, r.stdout

@@ -65,9 +65,9 @@ TEST(Threads, ALoneRankKeepsToACgroupQuotaBelowItsCpus) {
   EXPECT_TRUE(capped.bind_cpus.empty());
   EXPECT_NE(capped.why.find("quota"), std::string::npos) << capped.why;
   // No quota, or a quota that does not cap the host: the defaults, and the line says so.
-  const ThreadPlan free = PlanThreads(Cpus(2), std::nullopt, 0, 1, false);
-  EXPECT_FALSE(free.apply);
-  EXPECT_NE(free.why.find("TensorFlow's defaults"), std::string::npos) << free.why;
+  const ThreadPlan unlimited = PlanThreads(Cpus(2), std::nullopt, 0, 1, false);
+  EXPECT_FALSE(unlimited.apply);
+  EXPECT_NE(unlimited.why.find("TensorFlow's defaults"), std::string::npos) << unlimited.why;
   EXPECT_FALSE(PlanThreads(Cpus(2), 2.2, 0, 1, false).apply);
   // Ranks that share a host always get a plan.
   EXPECT_TRUE(PlanThreads(Cpus(8), std::nullopt, 1, 2, false).apply);

@@ -33,7 +33,8 @@ HYDRA_*, SLURM_*, PBS_*, LSB_*, ...), which each rank gets from its own launcher
 -x NAME for each; MPICH passes the environment itself.
 
 Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own thread pools;
-ranks that share a host split its cores between them, TFMPI_THREADS=auto|off, and
+ranks that share a host split its cores between them and a rank keeps to a cgroup CPU quota
+below its CPUs, TFMPI_THREADS=auto|off, and
 TFMPI_BIND_CORES=1 binds each to its own CPUs), --allow-run-as-root when run as root, --oversubscribe when N exceeds the local cores and no
 hosts are given; TCP keepalive between mpirun and its daemons (oob_tcp_keepalive_*: a host
 whose link is down is given up after 0.6 x TFMPI_PEER_TIMEOUT_SECONDS, default 45) unless

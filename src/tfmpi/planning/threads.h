@@ -11,8 +11,8 @@
 // at least 1 (a host with fewer cores than ranks is oversubscribed whatever
 // we do). Both pools get that many threads.
 // A rank alone on its host (k = 1) keeps TensorFlow's defaults, unless the
-// host's cgroup quota is below the CPUs the rank sees (a container or batch
-// system's limit): TensorFlow sizes its pools to the CPUs, its threads spend
+// host's cgroup quota, rounded as above, is below the CPUs the rank sees (a
+// container or batch system's limit): TensorFlow sizes its pools to the CPUs, its threads spend
 // the quota early in each period and the whole cgroup is then throttled until
 // the period ends (CFS bandwidth control, 100 ms by default). Steps that land
 // in a throttled stretch stall; in a job every rank waits for them. With the
