@@ -54,5 +54,8 @@ def test_aware_run_gives_the_slow_host_less_and_matches_one_process(unequal_host
     # is given well under half of each batch (equal speeds would keep 0.5).
     final = history[-1]["fractions"]
     assert final[1] < 0.4, history
-    # Every rebalance saw the slow rank compute fewer samples.
-    assert history and all(h["samples"][1] < h["samples"][0] for h in history), history
+    # Over the run the slow rank computed well under half of the samples. (Not every
+    # window: a host that stalls for a moment gets less work in the next one, by design;
+    # one CI run saw a 4.9 s stall on the fast host give the slow one 0.51 for a window.)
+    done = [sum(h["samples"][r] for h in history) for r in (0, 1)]
+    assert history and done[1] < 0.4 * sum(done), history
