@@ -18,7 +18,8 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat(path):
+def thread_stat(path):
+    """(name, ppid, CPU seconds) of a /proc/.../stat file."""
     with open(path) as f:
         text = f.read()
     name = text[text.index("(") + 1:text.rindex(")")]
@@ -31,7 +32,7 @@ def _descendants(root):
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                children[_stat(f"/proc/{entry}/stat")[1]].append(int(entry))
+                children[thread_stat(f"/proc/{entry}/stat")[1]].append(int(entry))
             except (OSError, ValueError):
                 pass
     out, todo = [], [root]
@@ -55,9 +56,9 @@ def main():
     while proc.poll() is None:
         for pid in _descendants(proc.pid):
             try:
-                pname = _stat(f"/proc/{pid}/stat")[0]
+                pname = thread_stat(f"/proc/{pid}/stat")[0]
                 for tid in os.listdir(f"/proc/{pid}/task"):
-                    tname, _, cpu = _stat(f"/proc/{pid}/task/{tid}/stat")
+                    tname, _, cpu = thread_stat(f"/proc/{pid}/task/{tid}/stat")
                     seen[(pid, pname, tid)] = (tname, cpu)
             except (OSError, ValueError):
                 continue

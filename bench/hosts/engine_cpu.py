@@ -20,6 +20,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from thread_cpu import thread_stat  # noqa: E402
+
 COMPUTE_S = 0.016
 
 
@@ -27,14 +30,11 @@ def engine_cpu_seconds():
     total = 0.0
     for tid in os.listdir("/proc/self/task"):
         try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                if f.read().strip() != "tfmpi-engine":
-                    continue
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            name, _, cpu = thread_stat(f"/proc/self/task/{tid}/stat")
         except FileNotFoundError:  # the thread ended
-            pass
+            continue
+        if name == "tfmpi-engine":
+            total += cpu
     return total
 
 

@@ -12,9 +12,10 @@
 // we do). Both pools get that many threads.
 // A rank alone on its host (k = 1) keeps TensorFlow's defaults, unless the
 // host's cgroup quota, rounded as above, is below the CPUs the rank sees (a
-// container or batch system's limit): TensorFlow sizes its pools to the CPUs, its threads spend
-// the quota early in each period and the whole cgroup is then throttled until
-// the period ends (CFS bandwidth control, 100 ms by default). Steps that land
+// container or batch system's limit): TensorFlow sizes its pools to the CPUs,
+// its threads spend the quota early in each period and the whole cgroup is
+// then throttled until the period ends (CFS bandwidth control, 100 ms by
+// default). Steps that land
 // in a throttled stretch stall; in a job every rank waits for them. With the
 // pools sized to the quota, the same CNN on a host of one core and two CPUs
 // took 22% less time per step as one process, and 13% less at 2 ranks across
