@@ -5,7 +5,8 @@
 Samples /proc/<pid>/task/*/stat of the command's descendants every 0.2 s and
 prints, per process, the CPU seconds (user + system) of its threads grouped by
 name, as last seen before each thread ended. tfmpi's background thread is
-named tfmpi-engine (threads that MPI starts from it inherit the name).
+named tfmpi-engine; the threads MPI_Init starts (Open MPI's progress and event
+threads) carry the process's name.
 """
 
 import argparse

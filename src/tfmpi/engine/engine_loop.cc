@@ -57,14 +57,18 @@ std::string NamesOf(const PendingTable& pending) {
 // std::bad_alloc) fails that request only; this rank still takes part in the
 // collective through scratch memory.
 void Engine::Run(CommunicatorFactory factory) {
-#ifdef __linux__
-  pthread_setname_np(pthread_self(), "tfmpi-engine");  // shown by top -H, ps -L, gdb
-#endif
   std::unique_ptr<Communicator> comm;
   Timeline timeline;
   Status s;
   try {
     s = factory(&comm);
+    // Named after the factory ran: the threads MPI_Init starts (Open MPI's
+    // progress and event threads) inherit the name of the thread that
+    // creates them, and took this one's, so per-thread CPU of
+    // "tfmpi-engine" (top -H, ps -L, bench/hosts/engine_cpu.py) mixed them in.
+#ifdef __linux__
+    pthread_setname_np(pthread_self(), "tfmpi-engine");  // shown by top -H, ps -L, gdb
+#endif
     if (s.ok() && !comm) s = Status::Internal("the communicator factory made no communicator");
     // Open the timeline before Start() returns: its clock starts at Open, and
     // requests enqueued earlier would get negative timestamps.
