@@ -216,6 +216,10 @@ def main():
     p.add_argument("--report-only", action="store_true",
                    help="print the tables and draw the plots again from <work>/results.json")
     args = p.parse_args()
+    try:
+        import matplotlib  # noqa: F401  (the plots; checked before minutes of runs)
+    except ImportError:
+        raise SystemExit("bench: the plots need matplotlib: python -m pip install matplotlib")
     if args.report_only:
         static, dynamic = load_results(args.work)
         saved = json.load(open(os.path.join(args.work, "results.json"))).get("args", {})
@@ -234,14 +238,14 @@ def main():
     else:
         static = static_case(args, work)
     dynamic = dynamic_case(args, work)
-    report(static, dynamic, args)
-    plot(static, dynamic, args, os.path.join(args.docs, "img"))
     json.dump({"args": {"steps": args.steps, "batch": args.batch, "dynamic_steps": args.dynamic_steps},
                "static": {k: v for k, v in static.items() if k not in ("default", "aware")},
                "runs": {n: {k: v for k, v in r.items() if k != "output"}
                         for n, r in [("default", static["default"]), ("aware", static["aware"]),
                                      *[(f"dynamic-{s}", r) for s, r in dynamic.items()]]}},
               open(os.path.join(work, "results.json"), "w"))
+    report(static, dynamic, args)
+    plot(static, dynamic, args, os.path.join(args.docs, "img"))
     print(f"\nruns and results.json in {work}")
 
 
