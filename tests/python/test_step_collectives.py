@@ -1,10 +1,10 @@
 """The collectives of a training step: Keras' own train and test steps run no
-loss collective (Note [Local losses in Keras' own steps], steps.py), Keras 3's
-train step sums its metric states in the gradients' collective (Note [One
-collective per step], keras_step.py), and what they report stays the
-1-process value: the loss, each output's loss of a multi-output model, the
-metrics, with a regularizer, loss weights and a ragged last batch, on every
-rank, with live and with equal work shares."""
+loss collective (Note [Local losses in Keras' own steps], steps.py), their
+train steps sum the metric states in the gradients' collective (Note [One
+collective per step], keras_step.py, legacy_keras/train_step.py), and what
+they report stays the 1-process value: the loss, each output's loss of a
+multi-output model, the metrics, with a regularizer, loss weights and a ragged
+last batch, on every rank, with live and with equal work shares."""
 
 import json
 import os
@@ -98,8 +98,7 @@ def test_keras_own_steps_report_the_one_process_losses_without_a_loss_collective
     names = {e["args"]["name"] for e in events if "name" in e.get("args", {})}
     assert any(n.startswith("tfmpi/grad/") for n in names), sorted(names)
     assert not [n for n in names if n.startswith("tfmpi/loss/")], sorted(names)
-    # The gradients' grouped op: the model's 6 weights, and with Keras 3 the 8 metric
-    # states riding with them (the loss, two outputs' losses and the accuracy: a total
-    # and a count each); tf_keras sums its metric states in a collective of their own.
+    # The gradients' grouped op: the model's 6 weights and the 8 metric states riding
+    # with them (the loss, two outputs' losses and the accuracy: a total and a count each)
     group = {int(n.rsplit("/", 1)[1]) for n in names if n.startswith("tfmpi/grad/")}
-    assert group == set(range(6 + 8 if keras_line == "keras3" else 6)), sorted(names)
+    assert group == set(range(6 + 8)), sorted(names)

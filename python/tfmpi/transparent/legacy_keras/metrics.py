@@ -17,37 +17,53 @@ from tfmpi.transparent import collectives, flags, metrics_patches, rank0, state
 _SUMMABLE = metrics_patches.SUMMABLE
 
 
-def swapped_results(metrics, read):
-    """[read(metric)] with every metric's state replaced by its sum over ranks."""
+def summable_states(metrics):
+    """The metrics' summable state variables and this rank's values of them."""
     variables = [v for m in metrics for v in m.variables if v.dtype in _SUMMABLE]
-    saved = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
-    if not variables:
-        return [read(m) for m in metrics]
-    summed = collectives.allreduce_sum(saved, "metrics")
+    return variables, [tf.identity(tf.convert_to_tensor(v)) for v in variables]
+
+
+def results_from_sums(metrics, read, variables, local, summed):
+    """[read(metric)] with `variables` holding `summed` while they are read,
+    and their `local` values afterwards (Note [Swapped metric state])."""
     for v, s in zip(variables, summed):
         v.assign(s)
     with flags.inside("stateless"):
         results = [read(m) for m in metrics]
     # The restores must follow the reads that produced `results`.
     with tf.control_dependencies(tf.nest.flatten(results)):
-        for v, s in zip(variables, saved):
+        for v, s in zip(variables, local):
             v.assign(s)
     return results
+
+
+def swapped_results(metrics, read):
+    """[read(metric)] with every metric's state replaced by its sum over ranks."""
+    variables, local = summable_states(metrics)
+    if not variables:
+        return [read(m) for m in metrics]
+    summed = collectives.allreduce_sum(local, "metrics")
+    return results_from_sums(metrics, read, variables, local, summed)
+
+
+def as_logs(metrics, results):
+    """tf_keras' get_metrics_result dict from the metrics' results."""
+    out = {}
+    for metric, result in zip(metrics, results):
+        if isinstance(result, dict):
+            out.update(result)
+        else:
+            out[metric.name] = result
+    return out
 
 
 def _wrap_get_metrics_result(original):
     def get_metrics_result(self):
         if state.size == 1 or rank0.inside():
             return original(self)
-        out = {}
-        for metric, result in zip(self.metrics, swapped_results(self.metrics,
-                                                                lambda m: m.result())):
-            if isinstance(result, dict):
-                out.update(result)
-            else:
-                out[metric.name] = result
-        return out
+        return as_logs(self.metrics, swapped_results(self.metrics, lambda m: m.result()))
 
+    get_metrics_result._tfmpi_wrapped = True
     return get_metrics_result
 
 

@@ -11,6 +11,7 @@ and each epoch restarts the batch-agreement checks (../batch_check.py).
 import functools
 
 from tfmpi.transparent import batch_check, loops, per_rank, state, steps
+from tfmpi.transparent.legacy_keras import train_step
 
 MAKERS = {"make_train_function": ("train_step", "train_function"),
           "make_test_function": ("test_step", "test_function"),
@@ -68,7 +69,7 @@ def install():
     from tf_keras.src.engine import data_adapter, training
 
     Model = training.Model
-    steps.register_own_steps(Model)
+    steps.register_own_steps(Model, train_step.fused_train_step)
     steps.wrap_make_functions(Model, MAKERS)
     steps.mark_loops(Model, ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch",
                              "predict_on_batch"))
