@@ -151,6 +151,43 @@ def test_batch_modes_steps_per_epoch(flavour, mode, np_, steps):
     assert f"STEPS [{steps}, {steps}]" in r.stdout, r.stdout
 
 
+DEFERRED = """
+import json, os, sys
+import numpy as np
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+keras.utils.set_random_seed(4)
+rng = np.random.default_rng(0)
+x = rng.normal(size=(192, 5)).astype("float32")
+y = (x[:, :1] * 0.7 - x[:, 1:2]).astype("float32")
+model = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse")
+history = model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0).history
+json.dump({"loss": [float(v) for v in history["loss"]],
+           "weights": [w.tolist() for w in model.get_weights()]},
+          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, tmp_path):
+    # No input shape: the weights are created inside the first training step, after
+    # fit made its train function (tf_keras' model.variables raises until then)
+    import json
+    code, env = script(flavour, DEFERRED), {**QUIET, **flavour[1]}
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = run([sys.executable, "-c", code, str(tmp_path / "one")], 300, env=env)
+    assert one.returncode == 0, one.stdout
+    two = run(["tfmpirun", "-np", "2", sys.executable, "-c", code, str(tmp_path / "two")],
+              300, env=env)
+    assert two.returncode == 0, two.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in (0, 1):  # every rank against the 1-process run
+        got = json.load(open(tmp_path / "two" / f"rank-{rank}.json"))
+        np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+        for a, b in zip(got["weights"], ref["weights"]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
+
+
 PREDICT = """
 import sys
 import numpy as np

@@ -163,9 +163,23 @@ def install_step(model, name):
     object.__setattr__(model, name, wrapped)
 
 
+def _variables_so_far(model):
+    """The model's variables; none yet for a model built by its first call (a
+    Sequential without an input shape) that was not called: tf_keras raises
+    there, Keras 3 lists none. Such a model creates its weights inside the
+    first step, and the optimizer's first update broadcasts the trained ones
+    (Note [Where gradients are reduced], optimizer_patches.py)."""
+    try:
+        return list(model.variables)
+    except ValueError:
+        if getattr(model, "built", True):
+            raise
+        return []
+
+
 def sync_model_state(model):
     """Broadcast the model's variables (and its optimizer's, where built) from rank 0."""
-    variables = list(model.variables)
+    variables = _variables_so_far(model)
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None and getattr(optimizer, "built", True):
         extra = getattr(optimizer, "variables", [])
