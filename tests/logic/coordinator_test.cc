@@ -92,6 +92,34 @@ TEST(Coordinator, StallNamesWhoSubmittedAndWhoIsMissingOnce) {
       << "reported once";
 }
 
+// A rank that has reported nothing since the start is likely still starting
+// (a slow host importing TensorFlow), not one whose program took another branch.
+TEST(Coordinator, StallNamesAMissingRankThatNeverReportedAsPerhapsStillStarting) {
+  Coordinator c(4);
+  const Clock::time_point t0 = Clock::now();
+  const auto after = std::chrono::seconds(10);
+  c.Ingest(1, {Meta("warmup")}, t0);  // rank 1 has run collectives, rank 2 has not
+  c.Ingest(0, {Meta("bcast")}, t0);
+  c.Ingest(3, {Meta("bcast")}, t0);
+  c.Ingest(1, {}, t0);  // an empty report says nothing about the rank's start
+  c.Ingest(2, {}, t0);
+  const auto stalls = c.NewStalls(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(stalls.size(), 2u);  // bcast (missing ranks 1, 2), warmup (missing 0, 2, 3)
+  EXPECT_TRUE(Contains(stalls[0], {"'bcast'", "for ranks 1, 2", "check that every rank submits",
+                                   "rank 2 has not submitted any collective yet",
+                                   "still starting"}));
+  EXPECT_TRUE(Contains(stalls[1], {"'warmup'", "for ranks 0, 2, 3; check that every rank",
+                                   "; rank 2 has not submitted any collective yet"}));
+
+  Coordinator only_starting(2);
+  only_starting.Ingest(0, {Meta("bcast")}, t0);
+  const auto one = only_starting.NewStalls(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(Contains(one[0], {"for rank 1;", "rank 1 has not submitted any collective yet"}));
+  EXPECT_EQ(one[0].find("check that every rank submits"), std::string::npos)
+      << "a rank still starting has taken no branch yet: " << one[0];
+}
+
 
 // Note [Deadlock]: every rank waits for a tensor the others never submit.
 TEST(Coordinator, DeadlockFailsEveryWaitingTensorNamingTheMissingRanks) {

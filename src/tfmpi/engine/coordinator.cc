@@ -26,6 +26,7 @@ const TensorMeta* SplitRanks(const std::vector<std::optional<TensorMeta>>& per_r
 }  // namespace
 
 void Coordinator::Ingest(int rank, const std::vector<TensorMeta>& metas, Clock::time_point now) {
+  if (!metas.empty()) heard_from_[static_cast<std::size_t>(rank)] = true;
   for (const TensorMeta& meta : metas) {
     auto [it, inserted] = table_.try_emplace(meta.name);
     Entry& e = it->second;
@@ -73,11 +74,23 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
     std::vector<int> have, missing;
     const TensorMeta* any = SplitRanks(e.per_rank, &have, &missing);
     double secs = std::chrono::duration<double>(now - e.first_report).count();
-    out.push_back(fmt::format(
-        "tensor '{}' ({}) submitted by {} {} has waited {:.0f} s for {} {}; check that every "
-        "rank submits it (same name, same order of control flow)",
-        name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks", fmt::join(have, ", "),
-        secs, missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", ")));
+    std::vector<int> starting;  // missing ranks that reported nothing yet
+    for (int r : missing)
+      if (!heard_from_[static_cast<std::size_t>(r)]) starting.push_back(r);
+    std::string why;
+    if (starting.size() < missing.size())
+      why = "; check that every rank submits it (same name, same order of control flow)";
+    if (!starting.empty())
+      why += fmt::format(
+          "; {} {} not submitted any collective yet: still starting (a host with little CPU "
+          "can take minutes to import TensorFlow), or stopped before its first collective",
+          fmt::format("{} {}", starting.size() == 1 ? "rank" : "ranks", fmt::join(starting, ", ")),
+          starting.size() == 1 ? "has" : "have");
+    out.push_back(fmt::format("tensor '{}' ({}) submitted by {} {} has waited {:.0f} s for {} {}{}",
+                              name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks",
+                              fmt::join(have, ", "), secs,
+                              missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", "),
+                              why));
   }
   return out;
 }

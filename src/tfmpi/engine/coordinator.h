@@ -14,7 +14,7 @@ namespace tfmpi {
 
 class Coordinator {
  public:
-  explicit Coordinator(int size) : size_(size) {}
+  explicit Coordinator(int size) : size_(size), heard_from_(static_cast<std::size_t>(size)) {}
 
   // Records rank `rank`'s reports. A second report of a name from the same
   // rank before it is decided is a protocol error (the engine refuses
@@ -31,6 +31,9 @@ class Coordinator {
 
   // Tensors waiting longer than `after` that were not yet reported as
   // stalled: "tensor 'x' (allreduce ...) submitted by ranks 0, 2 is waiting for rank 1".
+  // A missing rank that has reported nothing since the engine started is
+  // named as one that may still be starting (a host with little CPU can take
+  // minutes to import TensorFlow), not as one that took another branch.
   std::vector<std::string> NewStalls(Clock::time_point now, Clock::duration after);
 
   // Note [Deadlock]
@@ -68,6 +71,7 @@ class Coordinator {
     bool stall_reported = false;
   };
   int size_;
+  std::vector<bool> heard_from_;  // ranks that reported any tensor so far
   std::map<std::string, Entry> table_;
   std::vector<std::string> complete_;  // names reported by all, in completion order
   bool all_blocked_ = false;
