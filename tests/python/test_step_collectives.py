@@ -102,3 +102,36 @@ def test_keras_own_steps_report_the_one_process_losses_without_a_loss_collective
     # with them (the loss, two outputs' losses and the accuracy: a total and a count each)
     group = {int(n.rsplit("/", 1)[1]) for n in names if n.startswith("tfmpi/grad/")}
     assert group == set(range(6 + 8)), sorted(names)
+
+
+OWN_RESULTS = """
+import json, os, sys
+import numpy as np
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+keras.utils.set_random_seed(5)
+class Model(keras.Model):
+    def get_metrics_result(self):  # the script reads its results its own way
+        logs = dict(super().get_metrics_result())
+        logs["read_by_the_script"] = logs["loss"] * 0 + 1
+        return logs
+inp = keras.Input((4,))
+model = Model(inp, keras.layers.Dense(1)(inp))
+model.compile(keras.optimizers.SGD(0.1), "mse", metrics=["mae"])
+x = np.random.default_rng(0).normal(size=(96, 4)).astype("float32")
+history = model.fit(x, x[:, :1], batch_size=32, epochs=2, shuffle=False, verbose=0).history
+with open(os.path.join(sys.argv[1], f"result-{rank}.json"), "w") as f:
+    json.dump({"history": {k: [float(v) for v in vs] for k, vs in history.items()}}, f)
+"""
+
+
+def test_a_get_metrics_result_of_the_script_still_makes_the_logs(flavour, tmp_path):
+    # The one-collective step reads the results itself; a model whose class overrides
+    # get_metrics_result keeps Keras' step, so the override's logs reach the history.
+    prelude, env = flavour
+    code = prelude + OWN_RESULTS
+    (ref,) = _launch(1, code, tmp_path / "one", env).values()
+    assert ref["history"]["read_by_the_script"] == [1.0, 1.0], ref
+    got = _launch(2, code, tmp_path / "many", env)
+    assert len(got) == 2, list(got)
+    for name, result in got.items():
+        _assert_close(result["history"], ref["history"], f"{name} history")

@@ -6,8 +6,9 @@ optimizer wrapper sums them over ranks, Note [Where gradients are reduced])
 and only then updates the compiled metrics and reads every metric's result,
 which sums the metric states over ranks (Note [Global metrics]): two
 collectives in a row, each waiting for its own engine cycle. Where the model
-uses Keras' own train_step, compute_loss and compute_metrics, the step below
-does what Keras' does in an order that needs one: the compiled metrics are
+uses Keras' own train_step, compute_loss, compute_metrics and
+get_metrics_result, the step below does what Keras' does in an order that
+needs one: the compiled metrics are
 updated from the predictions before the gradients are applied (they do not
 depend on the update), and the metric states ride in the gradients' grouped
 allreduce (collectives.riding_with_gradients); the results are computed from
@@ -15,8 +16,8 @@ the summed states. Losses stay local (Note [Local losses in Keras' own
 steps], steps.py), so the step runs one collective in all (plus the sparse
 gradients' allgathers). What the step computes and returns is unchanged:
 the metric updates read the same predictions, and the results the same sums.
-A train_step, compute_loss or compute_metrics the script overrides runs as
-written.
+A train_step, compute_loss, compute_metrics or get_metrics_result the script
+overrides runs as written.
 """
 
 import warnings

@@ -73,8 +73,9 @@ def _fused_train_step(model):
     """The one-collective train step for `model`, or None where it does not apply."""
     cls = _own_steps_class(model, "train_step")
     fused = _OWN_STEPS.get(cls) if cls is not None else None
-    if fused is None or getattr(type(model), "compute_metrics", None) is not \
-            getattr(cls, "compute_metrics", None):
+    # the fused step reads the results itself: both ways Keras reads them must be its own
+    if fused is None or any(getattr(type(model), name, None) is not getattr(cls, name, None)
+                            for name in ("compute_metrics", "get_metrics_result")):
         return None
     return fused(model)
 

@@ -19,12 +19,8 @@ from tfmpi.transparent.legacy_keras import metrics as legacy_metrics
 
 
 def fused_train_step(model):
-    """tf_keras' Model.train_step for `model` with one collective, or None
-    where the model reads its metric results its own way."""
-    from tf_keras.src.engine import data_adapter, training
-
-    if type(model).get_metrics_result is not training.Model.get_metrics_result:
-        return None
+    """tf_keras' Model.train_step for `model`, with one collective."""
+    from tf_keras.src.engine import data_adapter
 
     def train_step(data):
         x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
