@@ -8,12 +8,13 @@
 // arrival to this rank's next test is latency that the peer spends spinning
 // in the data collective that follows (a blocking MPI call polls at full
 // speed). Long pauses save the first and pay the second. Pauses that doubled
-// up to 500 us did that: across two emulated hosts of one core, a peer 0-4 ms
-// late cost the waiting rank's engine 1.37 ms of CPU per allreduce, most of it
-// in the other rank's spin, and ~1.5 ms of wall time beyond the lateness
-// itself (docs/performance.md, "Waiting for a late peer"). So a pause doubles
-// from kFirstPause but stays below the larger of kShortWaitPause and a
-// sixteenth of the time already waited, and never above kMaxPause: a peer a
+// up to 500 us did that: across two emulated hosts of one core, with a peer
+// 0-4 ms late, rank 0's engine spent 1.37 ms of CPU per allreduce, most of it
+// spinning in the data allreduce whenever it arrived second, and each
+// iteration took ~1.5 ms of wall time beyond the lateness itself
+// (docs/performance.md, "Waiting for a late peer"). So a pause doubles from
+// kFirstPause up to at most the larger of kShortWaitPause and a sixteenth of
+// the time already waited, and never above kMaxPause: a peer a
 // few milliseconds late is seen within ~50-250 us, and a wait of seconds (a
 // peer saving a checkpoint) wakes this rank at most 1,000 times a second, while
 // the latency it adds stays a small fraction of the wait.

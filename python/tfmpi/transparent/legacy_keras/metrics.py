@@ -63,7 +63,6 @@ def _wrap_get_metrics_result(original):
             return original(self)
         return as_logs(self.metrics, swapped_results(self.metrics, lambda m: m.result()))
 
-    get_metrics_result._tfmpi_wrapped = True
     return get_metrics_result
 
 

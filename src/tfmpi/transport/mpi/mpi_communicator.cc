@@ -1,7 +1,9 @@
 #include "tfmpi/transport/mpi/mpi_communicator.h"
 
 #include <fmt/format.h>
+#ifdef __linux__
 #include <sys/prctl.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -62,8 +64,10 @@ int HalfOpIndex(ReduceOp op) {
 // A lost peer (Note [Lost peers]) ends the wait with the watchdog's error.
 Status WaitWithBackoff(MPI_Request* request, const char* what, const PeerWatchdog* watchdog) {
   using planning::WaitPauses;
+#ifdef __linux__
   thread_local const bool precise_sleeps = prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0;
   (void)precise_sleeps;
+#endif
   const auto start = std::chrono::steady_clock::now();
   auto pause = WaitPauses::kFirstPause;
   while (true) {
