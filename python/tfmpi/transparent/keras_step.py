@@ -8,11 +8,11 @@ which sums the metric states over ranks (Note [Global metrics]): two
 collectives in a row, each waiting for its own engine cycle. Where the model
 uses Keras' own train_step, compute_loss, compute_metrics and
 get_metrics_result, the step below does what Keras' does in an order that
-needs one: the compiled metrics are
-updated from the predictions before the gradients are applied (they do not
-depend on the update), and the metric states ride in the gradients' grouped
-allreduce (collectives.riding_with_gradients); the results are computed from
-the summed states. Losses stay local (Note [Local losses in Keras' own
+needs one: the compiled metrics are updated from the predictions before the
+gradients are applied (they do not depend on the update), and the metric
+states ride in the gradients' grouped allreduce
+(collectives.riding_with_gradients); the results are computed from the summed
+states. Losses stay local (Note [Local losses in Keras' own
 steps], steps.py), so the step runs one collective in all (plus the sparse
 gradients' allgathers). What the step computes and returns is unchanged:
 the metric updates read the same predictions, and the results the same sums.

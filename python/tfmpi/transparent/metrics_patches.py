@@ -57,17 +57,23 @@ def global_results(metrics):
     return results_from_states(metrics, values)
 
 
-def logs_from_results(results):
-    """The logs dict Keras' get_metrics_result makes of [(metric, result)]."""
-    from keras.src.utils import python_utils
-
+def results_dict(results):
+    """{name: result} of [(metric, result)] as both Keras lines' get_metrics_result
+    make it: a metric whose result is a dict adds its entries."""
     logs = {}
     for metric, result in results:
         if isinstance(result, dict):
             logs.update(result)
         else:
             logs[metric.name] = result
-    return python_utils.pythonify_logs(logs)
+    return logs
+
+
+def logs_from_results(results):
+    """The logs dict Keras 3's get_metrics_result makes of [(metric, result)]."""
+    from keras.src.utils import python_utils
+
+    return python_utils.pythonify_logs(results_dict(results))
 
 
 def _wrap_get_metrics_result(original):

@@ -46,22 +46,12 @@ def swapped_results(metrics, read):
     return results_from_sums(metrics, read, variables, local, summed)
 
 
-def as_logs(metrics, results):
-    """tf_keras' get_metrics_result dict from the metrics' results."""
-    out = {}
-    for metric, result in zip(metrics, results):
-        if isinstance(result, dict):
-            out.update(result)
-        else:
-            out[metric.name] = result
-    return out
-
-
 def _wrap_get_metrics_result(original):
     def get_metrics_result(self):
         if state.size == 1 or rank0.inside():
             return original(self)
-        return as_logs(self.metrics, swapped_results(self.metrics, lambda m: m.result()))
+        return metrics_patches.results_dict(
+            zip(self.metrics, swapped_results(self.metrics, lambda m: m.result())))
 
     return get_metrics_result
 

@@ -14,7 +14,7 @@ stay local (Note [Local losses in Keras' own steps], ../steps.py).
 
 import tensorflow as tf
 
-from tfmpi.transparent import collectives
+from tfmpi.transparent import collectives, metrics_patches
 from tfmpi.transparent.legacy_keras import metrics as legacy_metrics
 
 
@@ -38,6 +38,6 @@ def fused_train_step(model):
             summed = collectives.allreduce_sum(local, "metrics")
         results = legacy_metrics.results_from_sums(metrics, lambda m: m.result(), variables,
                                                    local, summed or [])
-        return legacy_metrics.as_logs(metrics, results)
+        return metrics_patches.results_dict(zip(metrics, results))
 
     return train_step
