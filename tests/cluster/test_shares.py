@@ -21,11 +21,13 @@ import fidelity_check  # noqa: E402
 
 @pytest.fixture(scope="module")
 def unequal_hosts():
-    """Three emulated hosts of one slot: a whole core, a quarter and a twentieth of one."""
+    """Three emulated hosts of one slot: a whole core, 0.4 and a tenth of one. (A
+    slower second host makes the run slower on a slow machine, not the test stronger:
+    its start-up, TensorFlow's import and the first trace, takes most of the run.)"""
     reason = harness.unavailable_reason()
     if reason:
         pytest.skip(f"emulated cluster unavailable: {reason}")
-    with harness.EmulatedCluster(hosts=3, cpu_quota=[1.0, 0.25, 0.05], slots=1) as cluster:
+    with harness.EmulatedCluster(hosts=3, cpu_quota=[1.0, 0.4, 0.1], slots=1) as cluster:
         yield cluster
 
 
@@ -40,22 +42,23 @@ def test_aware_run_gives_the_slow_host_less_and_matches_one_process(unequal_host
     log = tmp_path / "shares.json"
     env = {"TFMPI_SHARES_LOG": str(log), "TFMPI_REBALANCE_STEPS": "6"}
     r = fidelity_check.launch(["tfmpirun", "-np", "2", "--placement", "aware",
-                               *unequal_hosts.tfmpirun_args()], args, out, env, timeout=600)
+                               *unequal_hosts.tfmpirun_args()], args, out, env, timeout=900)
     assert r.returncode == 0, r.stdout
     fidelity_check.assert_matches(ref, out, 2, r.stdout)
     chosen = [h.address for h in unequal_hosts.hosts[:2]]
     assert f"chosen: {chosen[0]}:1,{chosen[1]}:1 " in r.stdout, r.stdout  # host 2 left out
 
     shares = json.load(open(log))
-    # The probes measured host 1 (a quarter core) slower than host 0: a smaller first share.
+    # The probes measured host 1 (0.4 of a core) slower than host 0: a smaller first share.
     assert shares["initial"][1] < 0.4, shares["initial"]
     history = shares["history"]
-    # The quarter-core host computes about a quarter as fast: once measured it
-    # is given well under half of each batch (equal speeds would keep 0.5).
-    final = history[-1]["fractions"]
-    assert final[1] < 0.4, history
-    # Over the run the slow rank computed well under half of the samples. (Not every
-    # window: a host that stalls for a moment gets less work in the next one, by design;
-    # one CI run saw a 4.9 s stall on the fast host give the slow one 0.51 for a window.)
+    # Host 1 computes at most 0.4 times as fast (less, counting its fixed costs): once
+    # measured it is given well under half of each batch (equal speeds would keep 0.5), in
+    # most windows. (Not in every one: a host that stalls for a moment gets less work in the
+    # next window, by design, until the trial of that change undoes it.)
+    kept = [h["fractions"][1] < 0.4 for h in history]
+    assert sum(kept) > len(kept) / 2, history
+    # Over the run the slow rank computed well under half of the samples. (Runs saw stalls
+    # of 5 and 20 s on the fast host; one gave the slow host 0.51 of the batch for a window.)
     done = [sum(h["samples"][r] for h in history) for r in (0, 1)]
     assert history and done[1] < 0.4 * sum(done), history
