@@ -105,10 +105,11 @@ TEST(Coordinator, StallNamesAMissingRankThatNeverReportedAsPerhapsStillStarting)
   c.Ingest(2, {}, t0);
   const auto stalls = c.NewStalls(t0 + std::chrono::seconds(11), after);
   ASSERT_EQ(stalls.size(), 2u);  // bcast (missing ranks 1, 2), warmup (missing 0, 2, 3)
-  EXPECT_TRUE(Contains(stalls[0], {"'bcast'", "for ranks 1, 2", "check that every rank submits",
+  EXPECT_TRUE(Contains(stalls[0], {"'bcast'", "for ranks 1, 2",
+                                   "rank 1 is waiting on other collectives: check that every rank",
                                    "rank 2 has not submitted any collective yet",
                                    "still starting"}));
-  EXPECT_TRUE(Contains(stalls[1], {"'warmup'", "for ranks 0, 2, 3; check that every rank",
+  EXPECT_TRUE(Contains(stalls[1], {"'warmup'", "for ranks 0, 2, 3; ranks 0, 3 are waiting on other",
                                    "; rank 2 has not submitted any collective yet"}));
 
   Coordinator only_starting(2);
@@ -120,6 +121,24 @@ TEST(Coordinator, StallNamesAMissingRankThatNeverReportedAsPerhapsStillStarting)
       << "a rank still starting has taken no branch yet: " << one[0];
 }
 
+// A missing rank that has run collectives and has none pending is busy outside
+// them (a slow host computing, a long first trace): named as such, not as a
+// rank that took another branch.
+TEST(Coordinator, StallNamesAMissingRankWithNothingPendingAsBusy) {
+  Coordinator c(3);
+  const Clock::time_point t0 = Clock::now();
+  const auto after = std::chrono::seconds(10);
+  for (int r = 0; r < 3; ++r) c.Ingest(r, {Meta("step1")}, t0);  // every rank ran step 1
+  ASSERT_EQ(c.TakeDecided().size(), 1u);
+  c.Ingest(0, {Meta("step2")}, t0);  // rank 2 is still computing step 2
+  c.Ingest(1, {Meta("step2")}, t0);
+  const auto stalls = c.NewStalls(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_TRUE(Contains(stalls[0], {"'step2'", "for rank 2;", "rank 2 has no collective pending",
+                                   "still busy before it"}));
+  EXPECT_EQ(stalls[0].find("check that every rank submits"), std::string::npos) << stalls[0];
+  EXPECT_EQ(stalls[0].find("still starting"), std::string::npos) << stalls[0];
+}
 
 // Note [Deadlock]: every rank waits for a tensor the others never submit.
 TEST(Coordinator, DeadlockFailsEveryWaitingTensorNamingTheMissingRanks) {

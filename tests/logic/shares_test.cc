@@ -46,7 +46,9 @@ TEST(Shares, SlicesPartitionEveryBatchSizeInOrder) {
       for (int i = 0; i < n; ++i) roomy = roomy && b * f[i] >= 1.5;
       for (int i = 0; i < n; ++i) {
         EXPECT_LE(bounds[i], bounds[i + 1]);
-        if (b >= n) EXPECT_GE(bounds[i + 1] - bounds[i], 1) << "n=" << n << " b=" << b;
+        if (b >= n) {
+          EXPECT_GE(bounds[i + 1] - bounds[i], 1) << "n=" << n << " b=" << b;
+        }
         if (roomy) {
           EXPECT_LT(std::abs(static_cast<double>(bounds[i + 1] - bounds[i]) - b * f[i]), 1.0 + 1e-9)
               << "n=" << n << " b=" << b << " rank " << i;

@@ -23,6 +23,12 @@ const TensorMeta* SplitRanks(const std::vector<std::optional<TensorMeta>>& per_r
   return any;
 }
 
+// "rank 1 is" / "ranks 1, 3 are".
+std::string Ranks(const std::vector<int>& ranks, const char* one, const char* many) {
+  return fmt::format("{} {} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "),
+                     ranks.size() == 1 ? one : many);
+}
+
 }  // namespace
 
 void Coordinator::Ingest(int rank, const std::vector<TensorMeta>& metas, Clock::time_point now) {
@@ -68,24 +74,43 @@ void Coordinator::Withdraw(int rank) {
 
 std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::duration after) {
   std::vector<std::string> out;
+  std::vector<bool> pending(static_cast<std::size_t>(size_), false);  // ranks with a tensor waiting
+  for (const auto& [name, e] : table_)
+    for (std::size_t r = 0; r < e.per_rank.size(); ++r)
+      if (e.per_rank[r]) pending[r] = true;
   for (auto& [name, e] : table_) {
     if (e.stall_reported || now - e.first_report < after) continue;
     e.stall_reported = true;
     std::vector<int> have, missing;
     const TensorMeta* any = SplitRanks(e.per_rank, &have, &missing);
     double secs = std::chrono::duration<double>(now - e.first_report).count();
-    std::vector<int> starting;  // missing ranks that reported nothing yet
-    for (int r : missing)
-      if (!heard_from_[static_cast<std::size_t>(r)]) starting.push_back(r);
+    // What each missing rank is doing: never reported (starting), waiting on
+    // other tensors (another branch), or nothing pending (busy elsewhere).
+    std::vector<int> starting, elsewhere, busy;
+    for (int r : missing) {
+      if (!heard_from_[static_cast<std::size_t>(r)])
+        starting.push_back(r);
+      else if (pending[static_cast<std::size_t>(r)])
+        elsewhere.push_back(r);
+      else
+        busy.push_back(r);
+    }
     std::string why;
-    if (starting.size() < missing.size())
-      why = "; check that every rank submits it (same name, same order of control flow)";
+    if (!elsewhere.empty())
+      why += fmt::format(
+          "; {} waiting on other collectives: check that every rank submits it (same name, "
+          "same order of control flow)",
+          Ranks(elsewhere, "is", "are"));
+    if (!busy.empty())
+      why += fmt::format(
+          "; {} no collective pending: still busy before it (a slow host, a long first trace), "
+          "or the program skipped this collective there",
+          Ranks(busy, "has", "have"));
     if (!starting.empty())
       why += fmt::format(
-          "; {} {} not submitted any collective yet: still starting (a host with little CPU "
+          "; {} not submitted any collective yet: still starting (a host with little CPU "
           "can take minutes to import TensorFlow), or stopped before its first collective",
-          fmt::format("{} {}", starting.size() == 1 ? "rank" : "ranks", fmt::join(starting, ", ")),
-          starting.size() == 1 ? "has" : "have");
+          Ranks(starting, "has", "have"));
     out.push_back(fmt::format("tensor '{}' ({}) submitted by {} {} has waited {:.0f} s for {} {}{}",
                               name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks",
                               fmt::join(have, ", "), secs,

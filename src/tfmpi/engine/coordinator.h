@@ -31,9 +31,12 @@ class Coordinator {
 
   // Tensors waiting longer than `after` that were not yet reported as
   // stalled: "tensor 'x' (allreduce ...) submitted by ranks 0, 2 is waiting for rank 1".
-  // A missing rank that has reported nothing since the engine started is
-  // named as one that may still be starting (a host with little CPU can take
-  // minutes to import TensorFlow), not as one that took another branch.
+  // Each missing rank is named for what the coordinator knows of it: one that
+  // has reported nothing since the engine started may still be starting (a
+  // host with little CPU can take minutes to import TensorFlow); one waiting
+  // on other tensors likely took another branch (a mismatch to look for);
+  // one with nothing pending is busy outside collectives (a slow host, a long
+  // first trace), or its program skipped this collective.
   std::vector<std::string> NewStalls(Clock::time_point now, Clock::duration after);
 
   // Note [Deadlock]
