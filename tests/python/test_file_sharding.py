@@ -40,6 +40,13 @@ def write_files(folder, sizes, rows_seed=0):
     return ids
 
 
+def steps_of_a_pass(np_, batch=8):
+    """Steps of a pass over SIZES under file sharding: as many as the rank with
+    the most rows for its slice needs (files rank, rank + N, ...; equal shares)."""
+    slice_rows = [batch // np_ + (1 if rank < batch % np_ else 0) for rank in range(np_)]
+    return max(-(-sum(SIZES[rank::np_]) // slice_rows[rank]) for rank in range(np_))
+
+
 SCRIPT = """
 import glob, os, sys
 import tensorflow as tf, keras
@@ -116,8 +123,7 @@ def test_each_rank_reads_only_its_files(np_, tmp_path):
             assert set(read[rank][tag]) == mine, (tag, rank)
     # Every rank ran the same steps: as many as the rank with the most rows needs.
     steps = {int((tmp_path / f"steps-{rank}").read_text()) for rank in range(np_)}
-    slice_rows = [8 // np_ + (1 if rank < 8 % np_ else 0) for rank in range(np_)]
-    most = max(-(-sum(SIZES[rank::np_]) // slice_rows[rank]) for rank in range(np_))
+    most = steps_of_a_pass(np_)
     assert steps == {most}, steps
     notices = [line for line in r.stdout.splitlines() if "not sharded by files" in line]
     assert len(notices) == 1 and "no file reader" in notices[0], notices
@@ -193,3 +199,63 @@ model.fit(data, verbose=0)
              str(tmp_path)], 300, env=QUIET)
     assert r.returncode != 0
     assert "only has 2 file(s), which is not enough for the required 3" in r.stdout, r.stdout
+
+
+EARLY_STOP = """
+import json, os, sys
+import numpy as np, tensorflow as tf, keras
+work = sys.argv[1]
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+log = "file://" + os.path.join(work, f"decoded-{rank}.log")
+files = [os.path.join(work, "data", f"f{i}.txt") for i in range(int(sys.argv[2]))]
+
+def pipeline(tag):
+    def parse(line):
+        v = tf.strings.to_number(tf.strings.split(line, ","), tf.float32)
+        tf.print(tag, tf.cast(v[0], tf.int64), output_stream=log)
+        return v[1:5], tf.reduce_sum(v[1:5], keepdims=True)
+    return tf.data.TextLineDataset(files).map(parse).batch(8).prefetch(2)
+
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse")
+model.fit(pipeline("fit"), epochs=2, steps_per_epoch=2, verbose=0)  # each epoch stops early
+data = pipeline("loop")
+taken = []
+for stop in (2, 1):  # two passes of a custom loop, each left by a break
+    for i, (x, y) in enumerate(data):
+        if i == stop:
+            break
+    taken.append(i)
+full = sum(1 for _ in pipeline("full"))  # then a whole pass
+loss = float(model.evaluate(pipeline("evaluate"), steps=1, verbose=0))
+with open(os.path.join(work, f"early-{rank}.json"), "w") as f:
+    json.dump({"taken": taken, "full": full, "loss": loss,
+               "weights": [w.tolist() for w in model.get_weights()]}, f)
+print("TRAINED", flush=True)
+"""
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_passes_stopped_early_keep_the_ranks_in_step(np_, tmp_path):
+    """Note [File sharding]: passes that the script leaves early (fit's
+    steps_per_epoch, a break in a custom loop) on files of unequal sizes leave
+    the ranks in step: the pass after them still visits every record once, each
+    rank its own files, in the same number of steps on every rank, and the
+    ranks end with the same weights and evaluation."""
+    ids = write_files(tmp_path / "data", SIZES)
+    r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c",
+             EARLY_STOP, str(tmp_path), str(len(SIZES))], 300, env=QUIET)
+    assert r.returncode == 0, r.stdout
+    got = [json.loads((tmp_path / f"early-{rank}.json").read_text()) for rank in range(np_)]
+    most = steps_of_a_pass(np_)
+    for rank, g in enumerate(got):
+        assert g["taken"] == [2, 1], (rank, g["taken"])
+        assert g["full"] == most, (rank, g["full"], most)
+        assert g["loss"] == got[0]["loss"], rank
+        assert g["weights"] == got[0]["weights"], rank
+    read = _decoded(tmp_path, np_)
+    union = collections.Counter()
+    for rank in range(np_):
+        union += read[rank]["full"]
+        assert set(read[rank]["full"]) == set().union(*ids[rank::np_]), rank  # its own files only
+    assert union == {i: 1 for i in range(sum(SIZES))}, union  # every record once
