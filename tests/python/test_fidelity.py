@@ -57,7 +57,7 @@ KINDS = {
     "lr_and_early_stopping": (["train_callbacks.py"], {}, (2, 3), ()),
     "save_then_load": (["train_save_load.py"], {}, (2, 3), (2,)),
     "compute_average_loss": (["train_average_loss.py"], {}, (2, 3), ()),
-    "input_pipeline": (["train_input_pipeline.py"], {}, (2, 3), ()),
+    "input_pipeline": (["train_input_pipeline.py"], {}, (2, 3), (2,)),
 }
 
 

@@ -25,7 +25,11 @@ N_SAMPLES, BATCH, EPOCHS = 203, 20, 2  # 11 batches, the last of 3
 
 SCRIPT = """
 import os, sys
-import numpy as np, tensorflow as tf, keras
+import numpy as np, tensorflow as tf
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras
+else:
+    import keras
 work = sys.argv[1]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 log = "file://" + os.path.join(work, f"decoded-{rank}.log")
@@ -75,10 +79,14 @@ def _decoded(work, np_):
     return out
 
 
-@pytest.mark.parametrize("np_", [2, 3])
-def test_each_rank_decodes_only_its_slices(np_, tmp_path):
+@pytest.mark.parametrize("line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
+def test_each_rank_decodes_only_its_slices(line, np_, tmp_path):
+    env = dict(QUIET)
+    if line == "tf_keras":
+        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
+        env["TF_USE_LEGACY_KERAS"] = "1"
     r = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", SCRIPT, str(tmp_path)], 300,
-            env=QUIET)
+            env=env)
     assert r.returncode == 0, r.stdout
     assert "TRAINED" in r.stdout
     decoded = _decoded(tmp_path, np_)

@@ -5,12 +5,16 @@ they trace, so the wrapped steps (../steps.py) are installed on the model
 instance when a step function is made. The model's state is broadcast from
 rank 0 when the train function is made; XLA is turned off with more than one
 rank; Keras' own loops are marked so custom-loop slicing stays out of them,
-and each epoch restarts the batch-agreement checks (../batch_check.py).
+and each epoch restarts the batch-agreement checks (../batch_check.py). A
+tf.data pipeline given to fit / evaluate / predict is sharded by elements as
+with Keras 3 (Note [Sharded input], ../input_sharding.py); file-level sharding
+does not reach them (tf_keras' custom loops only).
 """
 
 import functools
 
-from tfmpi.transparent import batch_check, loops, per_rank, state, steps
+from tfmpi.transparent import (batch_check, file_sharding, input_sharding, loops, per_rank,
+                               state, steps)
 from tfmpi.transparent.legacy_keras import train_step
 
 MAKERS = {"make_train_function": ("train_step", "train_function"),
@@ -42,6 +46,27 @@ def _patch_epochs(Handler):
             yield epoch, iterator
 
     Handler.enumerate_epochs = enumerate_epochs
+
+
+def _patch_sharded_input(Handler):
+    """A tf.data pipeline given to fit / evaluate / predict: the handler's
+    dataset becomes an input_sharding.Pass, so each epoch's iterator is of
+    the pipeline rewritten with the work shares in force then (Note [Sharded
+    input]), as Keras 3's epoch iterators do. tf_keras infers the steps of an
+    epoch from the script's dataset before this, and keeps them (a Pass is
+    not a tf.data.Dataset, which it re-infers from)."""
+    original = Handler._configure_dataset_and_inferred_steps
+
+    @functools.wraps(original)
+    def configure(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if not loops.inside_keras_loop() or type(self._adapter).__name__ != "DatasetAdapter":
+            return
+        plan = input_sharding.plan_for(self._dataset)
+        if plan is not None:
+            self._dataset = input_sharding.Pass(plan)
+
+    Handler._configure_dataset_and_inferred_steps = configure
 
 
 def _patch_per_rank(Handler):
@@ -77,3 +102,5 @@ def install():
     _patch_epochs(data_adapter.DataHandler)
     if state.options.batch_mode == "per-rank" and state.size > 1:
         _patch_per_rank(data_adapter.DataHandler)
+    elif input_sharding.enabled() and not file_sharding.enabled():
+        _patch_sharded_input(data_adapter.DataHandler)
