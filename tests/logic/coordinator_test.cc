@@ -138,6 +138,17 @@ TEST(Coordinator, StallNamesAMissingRankWithNothingPendingAsBusy) {
                                    "still busy before it"}));
   EXPECT_EQ(stalls[0].find("check that every rank submits"), std::string::npos) << stalls[0];
   EXPECT_EQ(stalls[0].find("still starting"), std::string::npos) << stalls[0];
+
+  // The negotiator looks for stalls after a round's reports and before it takes
+  // the decisions: a tensor completed in that round is neither a stall nor
+  // something its ranks wait on.
+  Coordinator d(2);
+  d.Ingest(0, {Meta("late")}, t0);
+  d.Ingest(0, {Meta("step")}, t0);
+  d.Ingest(1, {Meta("step")}, t0 + std::chrono::seconds(11));
+  const auto round = d.NewStalls(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(round.size(), 1u) << "'step' is complete";
+  EXPECT_TRUE(Contains(round[0], {"'late'", "rank 1 has no collective pending"})) << round[0];
 }
 
 // Note [Deadlock]: every rank waits for a tensor the others never submit.

@@ -220,16 +220,14 @@ model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
 model.compile(keras.optimizers.SGD(0.05), "mse")
 model.fit(pipeline("fit"), epochs=2, steps_per_epoch=2, verbose=0)  # each epoch stops early
 data = pipeline("loop")
-taken = []
 for stop in (2, 1):  # two passes of a custom loop, each left by a break
     for i, (x, y) in enumerate(data):
         if i == stop:
             break
-    taken.append(i)
 full = sum(1 for _ in pipeline("full"))  # then a whole pass
 loss = float(model.evaluate(pipeline("evaluate"), steps=1, verbose=0))
 with open(os.path.join(work, f"early-{rank}.json"), "w") as f:
-    json.dump({"taken": taken, "full": full, "loss": loss,
+    json.dump({"full": full, "loss": loss,
                "weights": [w.tolist() for w in model.get_weights()]}, f)
 print("TRAINED", flush=True)
 """
@@ -249,7 +247,6 @@ def test_passes_stopped_early_keep_the_ranks_in_step(np_, tmp_path):
     got = [json.loads((tmp_path / f"early-{rank}.json").read_text()) for rank in range(np_)]
     most = steps_of_a_pass(np_)
     for rank, g in enumerate(got):
-        assert g["taken"] == [2, 1], (rank, g["taken"])
         assert g["full"] == most, (rank, g["full"], most)
         assert g["loss"] == got[0]["loss"], rank
         assert g["weights"] == got[0]["weights"], rank

@@ -79,10 +79,10 @@ def _decoded(work, np_):
     return out
 
 
-@pytest.mark.parametrize("line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
-def test_each_rank_decodes_only_its_slices(line, np_, tmp_path):
+@pytest.mark.parametrize("keras_line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
+def test_each_rank_decodes_only_its_slices(keras_line, np_, tmp_path):
     env = dict(QUIET)
-    if line == "tf_keras":
+    if keras_line == "tf_keras":
         pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
         env["TF_USE_LEGACY_KERAS"] = "1"
     r = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", SCRIPT, str(tmp_path)], 300,

@@ -75,11 +75,12 @@ void Coordinator::Withdraw(int rank) {
 std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::duration after) {
   std::vector<std::string> out;
   std::vector<bool> pending(static_cast<std::size_t>(size_), false);  // ranks with a tensor waiting
+  // A tensor every rank reported is complete (decided this round), not waiting.
   for (const auto& [name, e] : table_)
-    for (std::size_t r = 0; r < e.per_rank.size(); ++r)
+    for (std::size_t r = 0; r < e.per_rank.size() && e.reported < size_; ++r)
       if (e.per_rank[r]) pending[r] = true;
   for (auto& [name, e] : table_) {
-    if (e.stall_reported || now - e.first_report < after) continue;
+    if (e.stall_reported || e.reported == size_ || now - e.first_report < after) continue;
     e.stall_reported = true;
     std::vector<int> have, missing;
     const TensorMeta* any = SplitRanks(e.per_rank, &have, &missing);

@@ -60,7 +60,10 @@ def _patch_sharded_input(Handler):
     @functools.wraps(original)
     def configure(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        if not loops.inside_keras_loop() or type(self._adapter).__name__ != "DatasetAdapter":
+        # fit / evaluate / predict give their model; a preprocessing layer's adapt (run
+        # inside fit by a callback, say) gives none and reads its data whole
+        if (not loops.inside_keras_loop() or getattr(self, "_model", None) is None
+                or type(self._adapter).__name__ != "DatasetAdapter"):
             return
         plan = input_sharding.plan_for(self._dataset)
         if plan is not None:
