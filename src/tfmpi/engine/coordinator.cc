@@ -74,14 +74,11 @@ void Coordinator::Withdraw(int rank) {
 
 std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::duration after) {
   std::vector<std::string> out;
-  std::vector<bool> pending(static_cast<std::size_t>(size_), false);  // ranks with a tensor waiting
-  // A tensor every rank reported is complete (decided this round), not waiting.
-  for (const auto& [name, e] : table_)
-    for (std::size_t r = 0; r < e.per_rank.size() && e.reported < size_; ++r)
-      if (e.per_rank[r]) pending[r] = true;
+  std::vector<bool> pending;  // WaitingRanks(), made once a stall is found
   for (auto& [name, e] : table_) {
     if (e.stall_reported || e.reported == size_ || now - e.first_report < after) continue;
     e.stall_reported = true;
+    if (pending.empty()) pending = WaitingRanks();
     std::vector<int> have, missing;
     const TensorMeta* any = SplitRanks(e.per_rank, &have, &missing);
     double secs = std::chrono::duration<double>(now - e.first_report).count();
@@ -121,11 +118,18 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
   return out;
 }
 
-std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::duration after) {
+std::vector<bool> Coordinator::WaitingRanks() const {
   std::vector<bool> waiting(static_cast<std::size_t>(size_), false);
-  for (const auto& [name, e] : table_)
+  for (const auto& [name, e] : table_) {
+    if (e.reported == size_) continue;  // complete (decided this round), not waited on
     for (std::size_t r = 0; r < e.per_rank.size(); ++r)
       if (e.per_rank[r]) waiting[r] = true;
+  }
+  return waiting;
+}
+
+std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::duration after) {
+  const std::vector<bool> waiting = WaitingRanks();
   bool everyone = !table_.empty();
   for (bool w : waiting) everyone = everyone && w;
   if (!everyone) {

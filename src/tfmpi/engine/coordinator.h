@@ -67,6 +67,9 @@ class Coordinator {
   std::size_t pending() const { return table_.size(); }
 
  private:
+  // Ranks that reported a tensor not yet reported by every rank.
+  std::vector<bool> WaitingRanks() const;
+
   struct Entry {
     std::vector<std::optional<TensorMeta>> per_rank;
     int reported = 0;
