@@ -79,14 +79,17 @@ def _decoded(work, np_):
     return out
 
 
+def _keras_line_env(keras_line):
+    if keras_line == "keras3":
+        return dict(QUIET)
+    pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
+    return {**QUIET, "TF_USE_LEGACY_KERAS": "1"}
+
+
 @pytest.mark.parametrize("keras_line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
 def test_each_rank_decodes_only_its_slices(keras_line, np_, tmp_path):
-    env = dict(QUIET)
-    if keras_line == "tf_keras":
-        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
-        env["TF_USE_LEGACY_KERAS"] = "1"
     r = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", SCRIPT, str(tmp_path)], 300,
-            env=env)
+            env=_keras_line_env(keras_line))
     assert r.returncode == 0, r.stdout
     assert "TRAINED" in r.stdout
     decoded = _decoded(tmp_path, np_)
@@ -117,9 +120,10 @@ def test_sharding_can_be_turned_off(tmp_path):
     assert "is not sharded" not in r.stdout
 
 
-def test_per_rank_mode_decodes_only_the_dealt_batches(tmp_path):
+@pytest.mark.parametrize("keras_line", ["keras3", "tf_keras"])
+def test_per_rank_mode_decodes_only_the_dealt_batches(keras_line, tmp_path):
     r = run(["tfmpirun", "-np", "2", sys.executable, "-c", SCRIPT, str(tmp_path)], 300,
-            env={**QUIET, "TFMPI_BATCH_MODE": "per-rank"})
+            env={**_keras_line_env(keras_line), "TFMPI_BATCH_MODE": "per-rank"})
     assert r.returncode == 0, r.stdout
     decoded = _decoded(tmp_path, 2)
     # fit deals 10 of the 11 batches of each epoch, 5 to each rank (docs/transparent.md).

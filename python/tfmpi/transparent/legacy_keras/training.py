@@ -7,8 +7,9 @@ rank 0 when the train function is made; XLA is turned off with more than one
 rank; Keras' own loops are marked so custom-loop slicing stays out of them,
 and each epoch restarts the batch-agreement checks (../batch_check.py). A
 tf.data pipeline given to fit / evaluate / predict is sharded by elements as
-with Keras 3 (Note [Sharded input], ../input_sharding.py); file-level sharding
-does not reach them (tf_keras' custom loops only).
+with Keras 3 (Note [Sharded input], ../input_sharding.py; in per-rank batch
+mode a rank decodes only the training batches it is dealt); file-level
+sharding does not reach them (tf_keras' custom loops only).
 """
 
 import functools
@@ -48,6 +49,17 @@ def _patch_epochs(Handler):
     Handler.enumerate_epochs = enumerate_epochs
 
 
+def _plan_of_script_pipeline(handler):
+    """input_sharding's Plan for the tf.data pipeline a script gave fit /
+    evaluate / predict, or None: data of other kinds (arrays, generators) has
+    no per-element work to share, and a preprocessing layer's adapt (run inside
+    fit by a callback, say) gives no model and reads its data whole."""
+    if (not loops.inside_keras_loop() or getattr(handler, "_model", None) is None
+            or type(handler._adapter).__name__ != "DatasetAdapter"):
+        return None
+    return input_sharding.plan_for(handler._dataset)
+
+
 def _patch_sharded_input(Handler):
     """A tf.data pipeline given to fit / evaluate / predict: the handler's
     dataset becomes an input_sharding.Pass, so each epoch's iterator is of
@@ -60,12 +72,9 @@ def _patch_sharded_input(Handler):
     @functools.wraps(original)
     def configure(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        # fit / evaluate / predict give their model; a preprocessing layer's adapt (run
-        # inside fit by a callback, say) gives none and reads its data whole
-        if (not loops.inside_keras_loop() or getattr(self, "_model", None) is None
-                or type(self._adapter).__name__ != "DatasetAdapter"):
+        if getattr(self, "_tfmpi_dealt", False):  # per-rank mode's training data
             return
-        plan = input_sharding.plan_for(self._dataset)
+        plan = _plan_of_script_pipeline(self)
         if plan is not None:
             self._dataset = input_sharding.Pass(plan)
 
@@ -73,7 +82,9 @@ def _patch_sharded_input(Handler):
 
 
 def _patch_per_rank(Handler):
-    """Per-rank batch mode: fit's training batches dealt round-robin (see ../per_rank.py)."""
+    """Per-rank batch mode: fit's training batches dealt round-robin (see
+    ../per_rank.py); of a tf.data pipeline input_sharding can rewrite, a rank
+    decodes only the batches it is dealt (Note [Sharded input])."""
     original = Handler._configure_dataset_and_inferred_steps
 
     @functools.wraps(original)
@@ -81,12 +92,20 @@ def _patch_per_rank(Handler):
         original(self, *args, **kwargs)
         if not loops.claim_training_iterator():
             return
+        self._tfmpi_dealt = True
+        plan = _plan_of_script_pipeline(self)
+
+        def deal(batches):
+            if plan is not None:
+                return input_sharding.rewrite_dealt(plan, batches)
+            return per_rank.deal(self._dataset, batches)
+
         if self._steps_per_epoch not in (None, -1):  # each rank draws its own steps
-            self._dataset = per_rank.deal(self._dataset, None)[0]
+            self._dataset = deal(None)[0]
             return
         if self._inferred_steps is None:
             raise ValueError(per_rank.UNKNOWN_EPOCH)
-        self._dataset, steps_per_rank = per_rank.deal(self._dataset, self._inferred_steps)
+        self._dataset, steps_per_rank = deal(self._inferred_steps)
         self._inferred_steps = steps_per_rank
         self._steps_per_epoch = steps_per_rank  # what tf_keras re-infers each epoch
 
@@ -104,6 +123,6 @@ def install():
     _patch_jit(Model)
     _patch_epochs(data_adapter.DataHandler)
     if state.options.batch_mode == "per-rank" and state.size > 1:
-        _patch_per_rank(data_adapter.DataHandler)
-    elif input_sharding.enabled() and not file_sharding.enabled():
+        _patch_per_rank(data_adapter.DataHandler)  # inside the next: it marks what it deals
+    if input_sharding.enabled() and not file_sharding.enabled():
         _patch_sharded_input(data_adapter.DataHandler)
