@@ -8,12 +8,18 @@ Runs bench/input/train.py (PNG decoding in a tf.data map, a tiny model) as:
 1-process configuration); `tfmpirun -np 2`, 1 thread per rank, with sharded
 input (the default), with adaptive and with equal work shares; the same with
 TFMPI_INPUT_SHARDING=0 (every rank decodes every sample and keeps its half).
+Where the machine has 2 CPUs or more, also one core per process: 1 process
+held to CPU 0 (taskset) against `tfmpirun -np 2` with TFMPI_BIND_CORES=1
+(each rank on its own CPU). A process of "1 thread" still runs tf.data's
+thread beside TensorFlow's, so unbound it uses more than one core: the bound
+pair says what a second core buys.
 Prints samples/s and the ratios.
 """
 
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +54,12 @@ def main():
         "tfmpirun -np 2, TFMPI_INPUT_SHARDING=0": (["tfmpirun", "-np", "2"] + script +
                                                    ["--threads", "1"], {"TFMPI_INPUT_SHARDING": "0"}),
     }
+    bound = cores >= 2 and shutil.which("taskset")
+    if bound:
+        configs["1 process, 1 thread, on 1 core (taskset -c 0)"] = (
+            ["taskset", "-c", "0"] + script + ["--threads", "1"], {})
+        configs["tfmpirun -np 2, sharded input, TFMPI_BIND_CORES=1 (1 core per rank)"] = (
+            ["tfmpirun", "-np", "2"] + script + ["--threads", "1"], {"TFMPI_BIND_CORES": "1"})
     rates = {name: [] for name in configs}
     for i in range(args.repeats):
         for name, (cmd, env) in configs.items():
@@ -60,6 +72,10 @@ def main():
     print("|---|---|---|---|")
     for name, r in rate.items():
         print(f"| {name} | {r:.1f} | {r / one:.2f}x | {r / best:.2f}x |")
+    if bound:
+        names = list(configs)[-2:]
+        print(f"\none core per process: -np 2 / 1 process = "
+              f"{rate[names[1]] / rate[names[0]]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@ slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
   slowest rank waits least. Wall time, not a timer around the forward and
   backward pass: a host held to part of a core by a CPU quota computes a short
   step at full speed and is throttled later, in whatever it does next.
-- Every `rebalance_steps` calls of the train function (and once early, after
-  the first calls; a call that traces is never measured), the ranks allgather
-  (busy seconds, samples) and feed them to the C++ Rebalancer (smoothing,
-  hysteresis). Every rank runs it on the same gathered numbers, so every rank
-  takes the same decision, and applies it before the same step.
+- Every `rebalance_steps` calls of the train function (a call that traces is
+  never measured), the ranks allgather (busy seconds, samples) and feed them
+  to the C++ Rebalancer (smoothing, hysteresis). A change needs two windows
+  that agree (Note [Confirmed changes]), so some windows are short (4 calls):
+  the first two of a run, and the one after a window that proposed a change
+  alone. Every rank runs it on the same gathered numbers, so every rank takes
+  the same decision, and applies it before the same step.
 - fit's train function rebalances after its calls; a custom loop that
   iterates a dataset eagerly (custom_loops.py) after each batch it takes
   (the time between two batches is one step; the first step of every pass
@@ -137,7 +139,8 @@ class _Tracker:
     def __init__(self):
         opts = state.options
         self.every = opts.rebalance_steps
-        self.first = min(4, self.every) if self.every else 0
+        self.short = min(4, self.every) if self.every else 0  # a short window's calls
+        self.next_at = self.short  # the call after which the ranks next rebalance
         self.calls = 0
         self.window_start = time.perf_counter()
         self.waited_before = _core.collective_seconds()
@@ -155,9 +158,10 @@ class _Tracker:
             self.settling = False
             self.reset()
             return
-        if self.every and (self.calls == self.first or
-                           (self.calls > self.first and (self.calls - self.first) % self.every == 0)):
+        if self.every and self.calls >= self.next_at:
             self.rebalance()
+            short = self.calls == self.short or self.rebalancer.awaiting_confirmation
+            self.next_at = self.calls + (self.short if short else self.every)
 
     def reset(self):
         samples_variable().assign(0.0)
@@ -182,6 +186,7 @@ class _Tracker:
             self.settling = True
         self.history.append({"call": self.calls, "wall": wall, "busy": seconds, "samples": samples,
                              "changed": bool(changed),
+                             "awaiting": bool(self.rebalancer.awaiting_confirmation),
                              "fractions": list(self.rebalancer.fractions)})
         if changed and state.rank == 0 and os.environ.get("TFMPI_SHARES_VERBOSE"):
             sizes = _core.slice_sizes(self.rebalancer.fractions, batch)

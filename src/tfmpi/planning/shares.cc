@@ -90,6 +90,28 @@ bool Measured(double seconds, std::int64_t samples) {
 
 }  // namespace
 
+std::vector<double> Rebalancer::Window(const std::vector<double>& seconds,
+                                       const std::vector<std::int64_t>& samples) {
+  std::vector<double> out(seconds.size(), 0.0);
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    if (Measured(seconds[i], samples[i])) out[i] = seconds[i] / static_cast<double>(samples[i]);
+  }
+  return out;
+}
+
+bool Rebalancer::Favours(const std::vector<double>& proposed, const std::vector<double>& current,
+                         const std::vector<double>& per_sample, std::int64_t batch, double gain) {
+  // A rank without a measurement is assumed as fast as the slowest measured
+  // rank, so it is given work to be measured on.
+  double slowest = 0;
+  for (double t : per_sample) slowest = std::max(slowest, t);
+  if (!(slowest > 0)) return false;
+  std::vector<double> estimate(per_sample.size());
+  for (std::size_t i = 0; i < per_sample.size(); ++i) estimate[i] = per_sample[i] > 0 ? per_sample[i] : slowest;
+  return PredictedStepSeconds(proposed, batch, estimate) <
+         PredictedStepSeconds(current, batch, estimate) * (1 - gain);
+}
+
 bool Rebalancer::FollowsTrial(const std::vector<std::int64_t>& samples) const {
   double total = 0;
   for (std::int64_t s : samples) total += static_cast<double>(std::max<std::int64_t>(s, 0));
@@ -115,9 +137,17 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
     slowest_seconds = std::max(slowest_seconds, seconds[i]);
   }
   const double step = batch > 0 && total > 0 ? slowest_seconds * static_cast<double>(batch) / total : 0;
+  const std::vector<double> window = Window(seconds, samples);
+  std::vector<double> previous = std::move(last_window_);
+  last_window_ = window;
+  awaiting_confirmation_ = false;
   if (!before_trial_.empty() && step > 0 && FollowsTrial(samples)) {
     const bool paid = step < step_before_trial_ * (1 - options_.min_gain / 2);
-    const bool changed = step > step_before_trial_ * (1 + 2 * options_.min_gain);
+    // Much slower: a host became busy while the change was on trial, or the
+    // change was wrong. Note [Changes on trial]: kept only if this window
+    // itself says the shares tried are the better ones.
+    const bool changed = step > step_before_trial_ * (1 + 2 * options_.min_gain) &&
+                         !Favours(before_trial_, fractions_, window, batch, 0);
     if (!paid && !changed) {  // Note [Changes on trial]: undo it, and wait longer each time
       fractions_ = std::move(before_trial_);
       before_trial_.clear();
@@ -131,10 +161,9 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   }
   for (std::size_t i = 0; i < seconds.size(); ++i) {
     if (!Measured(seconds[i], samples[i])) continue;
-    const double measured = seconds[i] / static_cast<double>(samples[i]);
     per_sample_[i] = per_sample_[i] > 0
-                         ? options_.smoothing * measured + (1 - options_.smoothing) * per_sample_[i]
-                         : measured;
+                         ? options_.smoothing * window[i] + (1 - options_.smoothing) * per_sample_[i]
+                         : window[i];
   }
   if (!before_trial_.empty()) return false;  // the last change is not measured yet
   if (hold_left_ > 0 && step > step_at_hold_ * (1 + 2 * options_.min_gain)) {
@@ -145,20 +174,22 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
     --hold_left_;
     return false;
   }
-  // A rank without a measurement (it computed nothing so far) is assumed as
-  // fast as the slowest measured rank, so it is given work to be measured on.
   double slowest = 0;
   for (double t : per_sample_) slowest = std::max(slowest, t);
   if (!(slowest > 0)) return false;
-  std::vector<double> estimate(per_sample_.size()), speeds(per_sample_.size());
+  std::vector<double> speeds(per_sample_.size());
   for (std::size_t i = 0; i < per_sample_.size(); ++i) {
-    estimate[i] = per_sample_[i] > 0 ? per_sample_[i] : slowest;
-    speeds[i] = 1.0 / estimate[i];
+    speeds[i] = 1.0 / (per_sample_[i] > 0 ? per_sample_[i] : slowest);
   }
   std::vector<double> proposed = ShareFractions(speeds);
-  const double now = PredictedStepSeconds(fractions_, batch, estimate);
-  const double then = PredictedStepSeconds(proposed, batch, estimate);
-  if (!(then < now * (1 - options_.min_gain))) return false;
+  if (!Favours(proposed, fractions_, per_sample_, batch, options_.min_gain)) return false;
+  // Note [Confirmed changes]: this window and the one before it must each
+  // point the same way.
+  const bool this_window = Favours(proposed, fractions_, window, batch, options_.min_gain / 2);
+  if (!this_window || !Favours(proposed, fractions_, previous, batch, options_.min_gain / 2)) {
+    awaiting_confirmation_ = this_window;
+    return false;
+  }
   if (step > 0) {
     before_trial_ = fractions_;
     step_before_trial_ = step;

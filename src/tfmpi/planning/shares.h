@@ -32,7 +32,8 @@
 //   measurement) and proposes a change only when the predicted step time
 //   improves by more than `min_gain` (hysteresis), so measurement noise does
 //   not move work back and forth.
-// * A change is a trial until it is measured (Note [Changes on trial]).
+// * A change needs two windows that agree (Note [Confirmed changes]), and is a
+//   trial until it is measured (Note [Changes on trial]).
 //
 // Note [Changes on trial]
 // The model above makes a rank's time proportional to its samples. Work
@@ -46,11 +47,32 @@
 // tried for `hold` measurements, doubling after every change that did not
 // pay (up to 16 x hold) and back to `hold` after one that did. A step
 // measured more than 2 x min_gain slower than the one it is compared with
-// means something changed (a host became busy): a change on trial is then
-// kept (not judged), and a hold ends, so the shares may follow at once.
+// means something changed: a host became busy, or the change was wrong. A
+// change on trial is then kept only if that window's own seconds per sample
+// predict a faster step with it than with the fractions before (a host that
+// became busy: kept, and the shares may follow it further at once); else it
+// is undone as above. A hold ends at such a step, so the shares may follow.
 // A change is judged only once the measured samples follow it (an input
 // pipeline that cuts batches with the shares of its pass follows from its
 // next pass).
+//
+// Note [Confirmed changes]
+// A window's busy time is not always work. In an input-bound job a rank's
+// busy time is mostly waiting for its own prefetch buffer, which depends on
+// how full the buffer was when the window began: after the first trace, at a
+// pass start (a new pipeline), with the threads of two ranks contending for
+// the same cores. One such window measured 0.84 s against 0.13 s for the
+// same 384 samples on two identical ranks; acting on it moved the split of
+// 256 to 35:221 and the step got slower (docs/performance.md, "Input-bound
+// training"). So a change is proposed only when the smoothed estimate, this
+// window alone and the window before it alone each predict it faster (the
+// smoothed one by min_gain, each window by min_gain / 2): a transient of one
+// window moves nothing. The price is a second window: a host that becomes
+// busy is followed after the second window that sees it, not the first, and
+// the first measurement of a run changes nothing on its own. So that second
+// window is short: after a window that proposed a change alone
+// (awaiting_confirmation), transparent mode measures again after 4 steps,
+// not TFMPI_REBALANCE_STEPS (python/tfmpi/transparent/shares.py).
 #pragma once
 
 #include <cstdint>
@@ -94,6 +116,10 @@ class Rebalancer {
                std::int64_t batch);
 
   const std::vector<double>& fractions() const { return fractions_; }
+  // True after an Observe whose window alone proposed a change that the
+  // window before it did not confirm (Note [Confirmed changes]): the next
+  // window may be short.
+  bool awaiting_confirmation() const { return awaiting_confirmation_; }
   // Smoothed seconds per sample of each rank (0: not measured yet).
   const std::vector<double>& seconds_per_sample() const { return per_sample_; }
 
@@ -101,10 +127,20 @@ class Rebalancer {
   // True when the measured samples are split closer to fractions_ than to
   // the fractions before the change on trial.
   bool FollowsTrial(const std::vector<std::int64_t>& samples) const;
+  // Each rank's seconds per sample in one window (0: no measurement).
+  static std::vector<double> Window(const std::vector<double>& seconds,
+                                    const std::vector<std::int64_t>& samples);
+  // Whether `proposed` gives a step more than `gain` (relative) faster than
+  // `current` for a batch of `batch`, by `per_sample` (0: unmeasured, taken as
+  // the slowest measured rank); false when no rank is measured.
+  static bool Favours(const std::vector<double>& proposed, const std::vector<double>& current,
+                      const std::vector<double>& per_sample, std::int64_t batch, double gain);
 
   std::vector<double> fractions_;
   std::vector<double> per_sample_;
   RebalanceOptions options_;
+  std::vector<double> last_window_;   // the previous window's seconds per sample
+  bool awaiting_confirmation_ = false;
   std::vector<double> before_trial_;  // fractions before the change on trial; empty: none
   double step_before_trial_ = 0;      // seconds per step measured before it
   int hold_left_ = 0;                 // measurements left without a change

@@ -69,6 +69,7 @@ void RegisterPlanning(py::module_& m) {
            "Take each rank's compute seconds and samples since the last call; True when the "
            "shares changed.")
       .def_property_readonly("fractions", &Rebalancer::fractions)
+      .def_property_readonly("awaiting_confirmation", &Rebalancer::awaiting_confirmation)
       .def_property_readonly("seconds_per_sample", &Rebalancer::seconds_per_sample);
 }
 
