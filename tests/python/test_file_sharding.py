@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mpirun_util import run
-from test_input_sharding import _decoded
+from test_input_sharding import _decoded, _keras_line_env
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
@@ -49,7 +49,11 @@ def steps_of_a_pass(np_, batch=8):
 
 SCRIPT = """
 import glob, os, sys
-import tensorflow as tf, keras
+import tensorflow as tf
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras
+else:
+    import keras
 work = sys.argv[1]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 log = "file://" + os.path.join(work, f"decoded-{rank}.log")
@@ -95,12 +99,12 @@ PASSES = {"fit": EPOCHS, "val": EPOCHS, "evaluate": 1, "predict": 1, "loop": 1, 
           "shuffled": 1}
 
 
-@pytest.mark.parametrize("np_", [2, 3])
-def test_each_rank_reads_only_its_files(np_, tmp_path):
+@pytest.mark.parametrize("keras_line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
+def test_each_rank_reads_only_its_files(keras_line, np_, tmp_path):
     ids = write_files(tmp_path / "data", SIZES)
     total = sum(SIZES)
     r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c", SCRIPT,
-             str(tmp_path)], 300, env=QUIET)
+             str(tmp_path)], 300, env={**_keras_line_env(keras_line), **QUIET})
     assert r.returncode == 0, r.stdout
     assert "TRAINED" in r.stdout
     read = _decoded(tmp_path, np_)
@@ -131,7 +135,11 @@ def test_each_rank_reads_only_its_files(np_, tmp_path):
 
 FIDELITY = """
 import json, os, sys
-import numpy as np, tensorflow as tf, keras
+import numpy as np, tensorflow as tf
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras
+else:
+    import keras
 work, files_mode, n, batch = sys.argv[1], sys.argv[2] == "files", int(sys.argv[3]), int(sys.argv[4])
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 keras.utils.set_random_seed(0)
@@ -159,19 +167,20 @@ with open(os.path.join(work, f"result-{'files' if files_mode else 'one'}-{rank}.
 """
 
 
-@pytest.mark.parametrize("np_", [2, 3])
-def test_each_step_is_the_one_process_step_on_the_ranks_batches(np_, tmp_path):
+@pytest.mark.parametrize("keras_line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
+def test_each_step_is_the_one_process_step_on_the_ranks_batches(keras_line, np_, tmp_path):
     """With one file per rank of equal length and equal shares, a step's global
     batch is batch // N rows of each file in rank order: exactly the batches of
     a 1-process run that interleaves the files in blocks of batch // N."""
     batch = 4 * np_
     write_files(tmp_path / "data", [16] * np_)
     args = [str(tmp_path), "files", str(np_), str(batch)]
+    line = _keras_line_env(keras_line)
     one = run([sys.executable, "-c", FIDELITY, str(tmp_path), "one", str(np_), str(batch)], 300,
-              env={"TF_CPP_MIN_LOG_LEVEL": "2", "TF_DETERMINISTIC_OPS": "1"})
+              env={**line, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_DETERMINISTIC_OPS": "1"})
     assert one.returncode == 0, one.stdout
     r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c",
-             FIDELITY, *args], 300, env={**QUIET, "TF_DETERMINISTIC_OPS": "1"})
+             FIDELITY, *args], 300, env={**line, **QUIET, "TF_DETERMINISTIC_OPS": "1"})
     assert r.returncode == 0, r.stdout
     want = json.loads((tmp_path / "result-one-0.json").read_text())
     assert len(want["losses"]) == 2 * 16 // 4
@@ -203,7 +212,11 @@ model.fit(data, verbose=0)
 
 EARLY_STOP = """
 import json, os, sys
-import numpy as np, tensorflow as tf, keras
+import numpy as np, tensorflow as tf
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras
+else:
+    import keras
 work = sys.argv[1]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 log = "file://" + os.path.join(work, f"decoded-{rank}.log")
@@ -233,8 +246,8 @@ print("TRAINED", flush=True)
 """
 
 
-@pytest.mark.parametrize("np_", [2, 3])
-def test_passes_stopped_early_keep_the_ranks_in_step(np_, tmp_path):
+@pytest.mark.parametrize("keras_line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
+def test_passes_stopped_early_keep_the_ranks_in_step(keras_line, np_, tmp_path):
     """Note [File sharding]: passes that the script leaves early (fit's
     steps_per_epoch, a break in a custom loop) on files of unequal sizes leave
     the ranks in step: the pass after them still visits every record once, each
@@ -242,7 +255,8 @@ def test_passes_stopped_early_keep_the_ranks_in_step(np_, tmp_path):
     ranks end with the same weights and evaluation."""
     ids = write_files(tmp_path / "data", SIZES)
     r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c",
-             EARLY_STOP, str(tmp_path), str(len(SIZES))], 300, env=QUIET)
+             EARLY_STOP, str(tmp_path), str(len(SIZES))], 300,
+            env={**_keras_line_env(keras_line), **QUIET})
     assert r.returncode == 0, r.stdout
     got = [json.loads((tmp_path / f"early-{rank}.json").read_text()) for rank in range(np_)]
     most = steps_of_a_pass(np_)

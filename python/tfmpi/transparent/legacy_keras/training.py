@@ -8,8 +8,8 @@ rank; Keras' own loops are marked so custom-loop slicing stays out of them,
 and each epoch restarts the batch-agreement checks (../batch_check.py). A
 tf.data pipeline given to fit / evaluate / predict is sharded by elements as
 with Keras 3 (Note [Sharded input], ../input_sharding.py; in per-rank batch
-mode a rank decodes only the training batches it is dealt); file-level
-sharding does not reach them (tf_keras' custom loops only).
+mode a rank decodes only the training batches it is dealt), or by files
+under --data-sharding files (Note [File sharding], ../file_sharding.py).
 """
 
 import functools
@@ -64,7 +64,8 @@ def _patch_sharded_input(Handler):
     """A tf.data pipeline given to fit / evaluate / predict: the handler's
     dataset becomes an input_sharding.Pass, so each epoch's iterator is of
     the pipeline rewritten with the work shares in force then (Note [Sharded
-    input]), as Keras 3's epoch iterators do. tf_keras infers the steps of an
+    input]; by files under --data-sharding files), as Keras 3's epoch
+    iterators do. tf_keras infers the steps of an
     epoch from the script's dataset before this, and keeps them (a Pass is
     not a tf.data.Dataset, which it re-infers from)."""
     original = Handler._configure_dataset_and_inferred_steps
@@ -124,5 +125,5 @@ def install():
     _patch_epochs(data_adapter.DataHandler)
     if state.options.batch_mode == "per-rank" and state.size > 1:
         _patch_per_rank(data_adapter.DataHandler)  # inside the next: it marks what it deals
-    if input_sharding.enabled() and not file_sharding.enabled():
+    if input_sharding.enabled() or file_sharding.enabled():
         _patch_sharded_input(data_adapter.DataHandler)
