@@ -135,8 +135,14 @@ TEST(Rebalancer, MovesWorkAwayFromARankThatSlowsDown) {
 
 TEST(Rebalancer, HysteresisIgnoresSmallDifferences) {
   Rebalancer r({0.5, 0.5}, {0.5, 0.05});
-  EXPECT_FALSE(r.Observe({1.0, 1.04}, {50, 50}, 100));  // 4% slower: predicted gain < 5%
+  for (int i = 0; i < 4; ++i) {  // 4% slower in every window: predicted gain < 5%
+    EXPECT_FALSE(r.Observe({1.0, 1.04}, {50, 50}, 100));
+    EXPECT_FALSE(r.awaiting_confirmation());
+  }
   EXPECT_EQ(r.fractions(), (std::vector<double>{0.5, 0.5}));
+  // 25% slower (a predicted gain of 11%): the same windows move work.
+  EXPECT_FALSE(r.Observe({1.0, 1.25}, {50, 50}, 100));
+  EXPECT_TRUE(r.Observe({1.0, 1.25}, {50, 50}, 100));
 }
 
 TEST(Rebalancer, UnmeasuredRankKeepsWorkAndSlowestRankSetsThePace) {
@@ -234,6 +240,13 @@ TEST(Rebalancer, AChangeThatMakesTheStepMuchSlowerIsUndone) {
   // 2 ms per sample and 15 ms per step on both ranks; 3 steps in the window.
   const auto busy = [](std::int64_t s) { return 3 * (0.015 + 0.002 * static_cast<double>(s)); };
   EXPECT_TRUE(r.Observe({busy(sizes[0]), busy(sizes[1])}, {3 * sizes[0], 3 * sizes[1]}, 256));
+  EXPECT_EQ(r.fractions(), (std::vector<double>{0.5, 0.5}));
+  // The hold that follows is measured against the step this window predicts
+  // for the restored shares, not the transient's: an ordinary window does
+  // not end it, and two more transients in a row then move nothing.
+  EXPECT_FALSE(r.Observe({1.0, 1.0}, {384, 384}, 256));
+  EXPECT_FALSE(r.Observe({0.84, 0.13}, {384, 384}, 256));
+  EXPECT_FALSE(r.Observe({0.84, 0.13}, {384, 384}, 256));
   EXPECT_EQ(r.fractions(), (std::vector<double>{0.5, 0.5}));
 }
 

@@ -22,9 +22,11 @@ slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
   never measured), the ranks allgather (busy seconds, samples) and feed them
   to the C++ Rebalancer (smoothing, hysteresis). A change needs two windows
   that agree (Note [Confirmed changes]), so some windows are short (4 calls):
-  the first two of a run, and the one after a window that proposed a change
+  the first of a run, and the one after a window that proposed a change
   alone. Every rank runs it on the same gathered numbers, so every rank takes
-  the same decision, and applies it before the same step.
+  the same decision, and applies it before the same step. A window ends at
+  its call even where calls in it were not measured (a pass's first step in a
+  custom loop): it may then hold fewer measured steps, down to one.
 - fit's train function rebalances after its calls; a custom loop that
   iterates a dataset eagerly (custom_loops.py) after each batch it takes
   (the time between two batches is one step; the first step of every pass
@@ -160,7 +162,7 @@ class _Tracker:
             return
         if self.every and self.calls >= self.next_at:
             self.rebalance()
-            short = self.calls == self.short or self.rebalancer.awaiting_confirmation
+            short = self.rebalancer.awaiting_confirmation
             self.next_at = self.calls + (self.short if short else self.every)
 
     def reset(self):

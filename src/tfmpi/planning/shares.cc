@@ -99,15 +99,19 @@ std::vector<double> Rebalancer::Window(const std::vector<double>& seconds,
   return out;
 }
 
-bool Rebalancer::Favours(const std::vector<double>& proposed, const std::vector<double>& current,
-                         const std::vector<double>& per_sample, std::int64_t batch, double gain) {
-  // A rank without a measurement is assumed as fast as the slowest measured
-  // rank, so it is given work to be measured on.
+std::vector<double> Rebalancer::Estimate(const std::vector<double>& per_sample) {
   double slowest = 0;
   for (double t : per_sample) slowest = std::max(slowest, t);
-  if (!(slowest > 0)) return false;
+  if (!(slowest > 0)) return {};
   std::vector<double> estimate(per_sample.size());
   for (std::size_t i = 0; i < per_sample.size(); ++i) estimate[i] = per_sample[i] > 0 ? per_sample[i] : slowest;
+  return estimate;
+}
+
+bool Rebalancer::Favours(const std::vector<double>& proposed, const std::vector<double>& current,
+                         const std::vector<double>& per_sample, std::int64_t batch, double gain) {
+  const std::vector<double> estimate = Estimate(per_sample);
+  if (estimate.empty()) return false;
   return PredictedStepSeconds(proposed, batch, estimate) <
          PredictedStepSeconds(current, batch, estimate) * (1 - gain);
 }
@@ -144,15 +148,16 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
   if (!before_trial_.empty() && step > 0 && FollowsTrial(samples)) {
     const bool paid = step < step_before_trial_ * (1 - options_.min_gain / 2);
     // Much slower: a host became busy while the change was on trial, or the
-    // change was wrong. Note [Changes on trial]: kept only if this window
-    // itself says the shares tried are the better ones.
-    const bool changed = step > step_before_trial_ * (1 + 2 * options_.min_gain) &&
-                         !Favours(before_trial_, fractions_, window, batch, 0);
-    if (!paid && !changed) {  // Note [Changes on trial]: undo it, and wait longer each time
+    // change was wrong. Note [Changes on trial]: kept unless this window
+    // itself predicts the step faster with the shares before.
+    const bool much_slower = step > step_before_trial_ * (1 + 2 * options_.min_gain);
+    const bool wrong = much_slower && Favours(before_trial_, fractions_, window, batch, 0);
+    if (!paid && (!much_slower || wrong)) {  // undo it, and wait longer each time
+      step_at_hold_ = wrong ? PredictedStepSeconds(before_trial_, batch, Estimate(window))
+                            : step_before_trial_;
       fractions_ = std::move(before_trial_);
       before_trial_.clear();
       hold_left_ = hold_next_;
-      step_at_hold_ = step_before_trial_;
       hold_next_ = std::min(hold_next_ * 2, options_.hold * 16);
       return true;
     }
@@ -174,13 +179,10 @@ bool Rebalancer::Observe(const std::vector<double>& seconds,
     --hold_left_;
     return false;
   }
-  double slowest = 0;
-  for (double t : per_sample_) slowest = std::max(slowest, t);
-  if (!(slowest > 0)) return false;
-  std::vector<double> speeds(per_sample_.size());
-  for (std::size_t i = 0; i < per_sample_.size(); ++i) {
-    speeds[i] = 1.0 / (per_sample_[i] > 0 ? per_sample_[i] : slowest);
-  }
+  const std::vector<double> estimate = Estimate(per_sample_);
+  if (estimate.empty()) return false;
+  std::vector<double> speeds(estimate.size());
+  for (std::size_t i = 0; i < estimate.size(); ++i) speeds[i] = 1.0 / estimate[i];
   std::vector<double> proposed = ShareFractions(speeds);
   if (!Favours(proposed, fractions_, per_sample_, batch, options_.min_gain)) return false;
   // Note [Confirmed changes]: this window and the one before it must each

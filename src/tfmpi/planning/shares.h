@@ -48,10 +48,14 @@
 // pay (up to 16 x hold) and back to `hold` after one that did. A step
 // measured more than 2 x min_gain slower than the one it is compared with
 // means something changed: a host became busy, or the change was wrong. A
-// change on trial is then kept only if that window's own seconds per sample
-// predict a faster step with it than with the fractions before (a host that
-// became busy: kept, and the shares may follow it further at once); else it
-// is undone as above. A hold ends at such a step, so the shares may follow.
+// change on trial is then kept unless that window's own seconds per sample
+// predict a faster step with the fractions before it (a host that became
+// busy: kept, and the shares may follow it further once a second window
+// confirms); else it is undone as above, and the hold that follows is
+// measured against the step that window predicts for the fractions restored
+// (the step before the trial came from the windows that proposed it, which
+// may have been transients). A hold ends at a step that much slower than
+// when it began, so the shares may follow.
 // A change is judged only once the measured samples follow it (an input
 // pipeline that cuts batches with the shares of its pass follows from its
 // next pass).
@@ -135,6 +139,9 @@ class Rebalancer {
   // the slowest measured rank); false when no rank is measured.
   static bool Favours(const std::vector<double>& proposed, const std::vector<double>& current,
                       const std::vector<double>& per_sample, std::int64_t batch, double gain);
+  // `per_sample` with each unmeasured rank (0) taken as the slowest measured
+  // one, so it is given work to be measured on; empty when none is measured.
+  static std::vector<double> Estimate(const std::vector<double>& per_sample);
 
   std::vector<double> fractions_;
   std::vector<double> per_sample_;
