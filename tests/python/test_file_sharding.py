@@ -270,3 +270,67 @@ def test_passes_stopped_early_keep_the_ranks_in_step(keras_line, np_, tmp_path):
         union += read[rank]["full"]
         assert set(read[rank]["full"]) == set().union(*ids[rank::np_]), rank  # its own files only
     assert union == {i: 1 for i in range(sum(SIZES))}, union  # every record once
+
+
+EPOCH_SIZES = [SIZES, [12, 3, 30, 1, 20, 9, 2], [2] * 7]  # records per file, epoch by epoch
+
+EPOCHS_SCRIPT = """
+import json, os, sys
+import tensorflow as tf
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras
+else:
+    import keras
+work, sizes = sys.argv[1], json.loads(sys.argv[2])
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+folder = os.path.join(work, f"data-{rank}")  # each rank writes its own copy: no race
+os.makedirs(folder)
+files = [os.path.join(folder, f"f{i}.txt") for i in range(len(sizes[0]))]
+
+def write(epoch):  # the files' contents change between epochs, their names do not
+    for name, n in zip(files, sizes[epoch]):
+        with open(name, "w") as f:
+            f.writelines(f"{epoch},{i % 3}.0,1.0,0.5,0.25\\n" for i in range(n))
+
+def parse(line):
+    v = tf.strings.to_number(tf.strings.split(line, ","), tf.float32)
+    return v[1:5], tf.reduce_sum(v[1:5], keepdims=True)
+
+write(0)
+data = tf.data.TextLineDataset(files).map(parse).batch(8)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse")
+steps = []
+def begin(epoch, logs):
+    steps.append(0)
+def end(epoch, logs):
+    if epoch + 1 < len(sizes):
+        write(epoch + 1)
+count = keras.callbacks.LambdaCallback(
+    on_epoch_begin=begin, on_epoch_end=end,
+    on_train_batch_end=lambda b, logs: steps.__setitem__(-1, steps[-1] + 1))
+history = model.fit(data, epochs=len(sizes), callbacks=[count], verbose=0)
+with open(os.path.join(work, f"epochs-{rank}.json"), "w") as f:
+    json.dump({"steps": steps, "losses": history.history["loss"]}, f)
+"""
+
+
+@pytest.mark.parametrize("keras_line", ["keras3", "tf_keras"])
+def test_every_epoch_runs_its_own_number_of_steps(keras_line, tmp_path):
+    """A file-sharded epoch lasts as many steps as the rank with the most rows
+    needs, which changes when the shares or the files change between epochs
+    (here the files: 12, 16, then 2 steps). Every epoch runs to its own end
+    (both Keras lines kept the step count of the first epoch: the longer second
+    epoch was cut short, at 12 steps under tf_keras and 13 under Keras 3)."""
+    r = run(["tfmpirun", "-np", "2", "--data-sharding", "files", sys.executable, "-c",
+             EPOCHS_SCRIPT, str(tmp_path), json.dumps(EPOCH_SIZES)], 300,
+            env={**_keras_line_env(keras_line), **QUIET})
+    assert r.returncode == 0, r.stdout
+    got = [json.loads((tmp_path / f"epochs-{rank}.json").read_text()) for rank in range(2)]
+    assert got[0] == got[1]
+    want = []
+    for sizes in EPOCH_SIZES:  # equal shares: 4 rows of each batch of 8 per rank
+        want.append(max(-(-sum(sizes[rank::2]) // 4) for rank in range(2)))
+    assert want == [12, 16, 2]
+    assert got[0]["steps"] == want, got[0]
+    assert len(got[0]["losses"]) == len(EPOCH_SIZES), got[0]

@@ -358,8 +358,14 @@ class Pass:
 
 
 def install():
-    """Keras 3's epoch iterators hand the rewritten dataset to the steps."""
-    if state.size == 1 or not state.options.input_sharding:
+    """Keras 3's epoch iterators hand the rewritten dataset to the steps.
+
+    A file-sharded pass (Note [File sharding]) lasts as many steps as the
+    rank with the most rows for its slice needs, which changes with the
+    shares and with the files; Keras 3 keeps the step count it saw at the end
+    of its first epoch (a longer epoch after it would be cut short), so where
+    the script gave no steps_per_epoch every epoch runs until its data ends."""
+    if state.size == 1 or not (state.options.input_sharding or file_sharding.enabled()):
         return
     from keras.src.backend.tensorflow.trainer import TFEpochIterator
 
@@ -371,10 +377,20 @@ def install():
         original_init(self, *args, **kwargs)
         if not loops.inside_keras_loop() or getattr(self, "_tfmpi_dealt", False):
             return
-        versions.require_instance(self, ("data_adapter", "_distributed_dataset"),
+        versions.require_instance(self, ("data_adapter", "_distributed_dataset", "_num_batches"),
                                   "TFEpochIterator")
         plan = plan_for_adapter(self.data_adapter)
         if plan is not None:
             self._distributed_dataset = Pass(plan)
+            if isinstance(plan, file_sharding.Plan) and not self.steps_per_epoch:
+                self._tfmpi_until_exhausted = True
+
+    original_iter = TFEpochIterator.__iter__
+
+    def __iter__(self):
+        if getattr(self, "_tfmpi_until_exhausted", False):
+            self._num_batches = None
+        return original_iter(self)
 
     TFEpochIterator.__init__ = __init__
+    TFEpochIterator.__iter__ = __iter__

@@ -5,7 +5,8 @@ model.fit's training batches are dealt round-robin: rank i takes batches
 i, i+N, i+2N, ... of the batches the script's data produces, and every rank
 runs the same number of steps (the last num_batches % N batches of an epoch
 are dropped), so no rank waits for data another rank never has. Evaluation and
-prediction are not sharded (every rank runs them whole; metrics stay exact).
+prediction split each batch as in global-batch mode (steps.py; metrics stay
+exact), and a pipeline input_sharding.py can rewrite is sharded by elements there.
 Custom loops that iterate a batched tf.data dataset eagerly get the same
 round-robin deal (deal_batches). A pipeline input_sharding.py can rewrite
 decodes only the batches the rank is dealt. Gradients are averaged with equal weights.

@@ -8,8 +8,9 @@ rank; Keras' own loops are marked so custom-loop slicing stays out of them,
 and each epoch restarts the batch-agreement checks (../batch_check.py). A
 tf.data pipeline given to fit / evaluate / predict is sharded by elements as
 with Keras 3 (Note [Sharded input], ../input_sharding.py; in per-rank batch
-mode a rank decodes only the training batches it is dealt), or by files
-under --data-sharding files (Note [File sharding], ../file_sharding.py).
+mode a rank decodes only the training batches it is dealt); fit's and
+evaluate's by files under --data-sharding files (Note [File sharding],
+../file_sharding.py; predict keeps element-level sharding).
 """
 
 import functools
@@ -44,6 +45,8 @@ def _patch_epochs(Handler):
     def enumerate_epochs(self):
         for epoch, iterator in original(self):
             batch_check.pass_started()
+            if getattr(self, "_tfmpi_until_exhausted", False):
+                self._inferred_steps = None  # see _patch_sharded_input
             yield epoch, iterator
 
     Handler.enumerate_epochs = enumerate_epochs
@@ -65,9 +68,15 @@ def _patch_sharded_input(Handler):
     dataset becomes an input_sharding.Pass, so each epoch's iterator is of
     the pipeline rewritten with the work shares in force then (Note [Sharded
     input]; by files under --data-sharding files), as Keras 3's epoch
-    iterators do. tf_keras infers the steps of an
-    epoch from the script's dataset before this, and keeps them (a Pass is
-    not a tf.data.Dataset, which it re-infers from)."""
+    iterators do. tf_keras infers the steps of an epoch from the script's
+    dataset before this, and keeps them (a Pass is not a tf.data.Dataset,
+    which it re-infers from): right for element-level sharding, which keeps
+    the script's batches. A file-sharded pass lasts as many steps as the rank
+    with the most rows for its slice needs, which changes with the shares and
+    with a shuffled list of files; so, where the script gave no
+    steps_per_epoch, every epoch of it runs until its data ends (tf_keras
+    would otherwise keep the first epoch's count: a shorter epoch after it
+    stopped fit as "ran out of data", a longer one was cut short)."""
     original = Handler._configure_dataset_and_inferred_steps
 
     @functools.wraps(original)
@@ -78,6 +87,9 @@ def _patch_sharded_input(Handler):
         plan = _plan_of_script_pipeline(self)
         if plan is not None:
             self._dataset = input_sharding.Pass(plan)
+            if isinstance(plan, file_sharding.Plan) and self._steps_per_epoch in (None, -1):
+                self._tfmpi_until_exhausted = True
+                self._inferred_steps = None
 
     Handler._configure_dataset_and_inferred_steps = configure
 
