@@ -15,9 +15,15 @@ FLAVOURS = {
 }
 
 
+def flavour_of(line):
+    """(prelude that binds `keras`, environment) of one Keras line; the test is
+    skipped, with the reason, where that line is not installed."""
+    if line == "tf_keras":
+        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
+    return FLAVOURS[line]
+
+
 @pytest.fixture(params=sorted(FLAVOURS))
 def flavour(request):
     """(prelude that binds `keras`, environment) for each Keras line."""
-    if request.param == "tf_keras":
-        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
-    return FLAVOURS[request.param]
+    return flavour_of(request.param)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from mpirun_util import run
-from test_input_sharding import _decoded, _keras_line_env
+from conftest import flavour_of
+from test_input_sharding import _decoded
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
@@ -50,10 +51,6 @@ def steps_of_a_pass(np_, batch=8):
 SCRIPT = """
 import glob, os, sys
 import tensorflow as tf
-if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-    import tf_keras as keras
-else:
-    import keras
 work = sys.argv[1]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 log = "file://" + os.path.join(work, f"decoded-{rank}.log")
@@ -103,8 +100,9 @@ PASSES = {"fit": EPOCHS, "val": EPOCHS, "evaluate": 1, "predict": 1, "loop": 1, 
 def test_each_rank_reads_only_its_files(keras_line, np_, tmp_path):
     ids = write_files(tmp_path / "data", SIZES)
     total = sum(SIZES)
-    r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c", SCRIPT,
-             str(tmp_path)], 300, env={**_keras_line_env(keras_line), **QUIET})
+    prelude, env = flavour_of(keras_line)
+    r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c",
+             prelude + SCRIPT, str(tmp_path)], 300, env={**QUIET, **env})
     assert r.returncode == 0, r.stdout
     assert "TRAINED" in r.stdout
     read = _decoded(tmp_path, np_)
@@ -136,10 +134,6 @@ def test_each_rank_reads_only_its_files(keras_line, np_, tmp_path):
 FIDELITY = """
 import json, os, sys
 import numpy as np, tensorflow as tf
-if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-    import tf_keras as keras
-else:
-    import keras
 work, files_mode, n, batch = sys.argv[1], sys.argv[2] == "files", int(sys.argv[3]), int(sys.argv[4])
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 keras.utils.set_random_seed(0)
@@ -175,12 +169,12 @@ def test_each_step_is_the_one_process_step_on_the_ranks_batches(keras_line, np_,
     batch = 4 * np_
     write_files(tmp_path / "data", [16] * np_)
     args = [str(tmp_path), "files", str(np_), str(batch)]
-    line = _keras_line_env(keras_line)
-    one = run([sys.executable, "-c", FIDELITY, str(tmp_path), "one", str(np_), str(batch)], 300,
-              env={**line, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_DETERMINISTIC_OPS": "1"})
+    prelude, env = flavour_of(keras_line)
+    one = run([sys.executable, "-c", prelude + FIDELITY, str(tmp_path), "one", str(np_), str(batch)],
+              300, env={**env, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_DETERMINISTIC_OPS": "1"})
     assert one.returncode == 0, one.stdout
     r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c",
-             FIDELITY, *args], 300, env={**line, **QUIET, "TF_DETERMINISTIC_OPS": "1"})
+             prelude + FIDELITY, *args], 300, env={**env, **QUIET, "TF_DETERMINISTIC_OPS": "1"})
     assert r.returncode == 0, r.stdout
     want = json.loads((tmp_path / "result-one-0.json").read_text())
     assert len(want["losses"]) == 2 * 16 // 4
@@ -213,10 +207,6 @@ model.fit(data, verbose=0)
 EARLY_STOP = """
 import json, os, sys
 import numpy as np, tensorflow as tf
-if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-    import tf_keras as keras
-else:
-    import keras
 work = sys.argv[1]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 log = "file://" + os.path.join(work, f"decoded-{rank}.log")
@@ -254,9 +244,9 @@ def test_passes_stopped_early_keep_the_ranks_in_step(keras_line, np_, tmp_path):
     rank its own files, in the same number of steps on every rank, and the
     ranks end with the same weights and evaluation."""
     ids = write_files(tmp_path / "data", SIZES)
+    prelude, env = flavour_of(keras_line)
     r = run(["tfmpirun", "-np", str(np_), "--data-sharding", "files", sys.executable, "-c",
-             EARLY_STOP, str(tmp_path), str(len(SIZES))], 300,
-            env={**_keras_line_env(keras_line), **QUIET})
+             prelude + EARLY_STOP, str(tmp_path), str(len(SIZES))], 300, env={**QUIET, **env})
     assert r.returncode == 0, r.stdout
     got = [json.loads((tmp_path / f"early-{rank}.json").read_text()) for rank in range(np_)]
     most = steps_of_a_pass(np_)
@@ -277,10 +267,6 @@ EPOCH_SIZES = [SIZES, [12, 3, 30, 1, 20, 9, 2], [2] * 7]  # records per file, ep
 EPOCHS_SCRIPT = """
 import json, os, sys
 import tensorflow as tf
-if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-    import tf_keras as keras
-else:
-    import keras
 work, sizes = sys.argv[1], json.loads(sys.argv[2])
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 folder = os.path.join(work, f"data-{rank}")  # each rank writes its own copy: no race
@@ -322,9 +308,10 @@ def test_every_epoch_runs_its_own_number_of_steps(keras_line, tmp_path):
     (here the files: 12, 16, then 2 steps). Every epoch runs to its own end
     (both Keras lines kept the step count of the first epoch: the longer second
     epoch was cut short, at 12 steps under tf_keras and 13 under Keras 3)."""
+    prelude, env = flavour_of(keras_line)
     r = run(["tfmpirun", "-np", "2", "--data-sharding", "files", sys.executable, "-c",
-             EPOCHS_SCRIPT, str(tmp_path), json.dumps(EPOCH_SIZES)], 300,
-            env={**_keras_line_env(keras_line), **QUIET})
+             prelude + EPOCHS_SCRIPT, str(tmp_path), json.dumps(EPOCH_SIZES)], 300,
+            env={**QUIET, **env})
     assert r.returncode == 0, r.stdout
     got = [json.loads((tmp_path / f"epochs-{rank}.json").read_text()) for rank in range(2)]
     assert got[0] == got[1]

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from conftest import flavour_of
 from mpirun_util import run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
@@ -26,10 +27,6 @@ N_SAMPLES, BATCH, EPOCHS = 203, 20, 2  # 11 batches, the last of 3
 SCRIPT = """
 import os, sys
 import numpy as np, tensorflow as tf
-if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-    import tf_keras as keras
-else:
-    import keras
 work = sys.argv[1]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 log = "file://" + os.path.join(work, f"decoded-{rank}.log")
@@ -79,17 +76,11 @@ def _decoded(work, np_):
     return out
 
 
-def _keras_line_env(keras_line):
-    if keras_line == "keras3":
-        return dict(QUIET)
-    pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh installs it)")
-    return {**QUIET, "TF_USE_LEGACY_KERAS": "1"}
-
-
 @pytest.mark.parametrize("keras_line,np_", [("keras3", 2), ("keras3", 3), ("tf_keras", 2)])
 def test_each_rank_decodes_only_its_slices(keras_line, np_, tmp_path):
-    r = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", SCRIPT, str(tmp_path)], 300,
-            env=_keras_line_env(keras_line))
+    prelude, env = flavour_of(keras_line)
+    r = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", prelude + SCRIPT, str(tmp_path)],
+            300, env={**QUIET, **env})
     assert r.returncode == 0, r.stdout
     assert "TRAINED" in r.stdout
     decoded = _decoded(tmp_path, np_)
@@ -111,7 +102,8 @@ def test_each_rank_decodes_only_its_slices(keras_line, np_, tmp_path):
 
 
 def test_sharding_can_be_turned_off(tmp_path):
-    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", SCRIPT, str(tmp_path)], 300,
+    prelude, _ = flavour_of("keras3")
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", prelude + SCRIPT, str(tmp_path)], 300,
             env={**QUIET, "TFMPI_INPUT_SHARDING": "0"})
     assert r.returncode == 0, r.stdout
     decoded = _decoded(tmp_path, 2)
@@ -122,8 +114,9 @@ def test_sharding_can_be_turned_off(tmp_path):
 
 @pytest.mark.parametrize("keras_line", ["keras3", "tf_keras"])
 def test_per_rank_mode_decodes_only_the_dealt_batches(keras_line, tmp_path):
-    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", SCRIPT, str(tmp_path)], 300,
-            env={**_keras_line_env(keras_line), "TFMPI_BATCH_MODE": "per-rank"})
+    prelude, env = flavour_of(keras_line)
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", prelude + SCRIPT, str(tmp_path)], 300,
+            env={**QUIET, **env, "TFMPI_BATCH_MODE": "per-rank"})
     assert r.returncode == 0, r.stdout
     decoded = _decoded(tmp_path, 2)
     # fit deals 10 of the 11 batches of each epoch, 5 to each rank (docs/transparent.md).

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import FLAVOURS
+from conftest import flavour_of
 from mpirun_util import run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
@@ -75,10 +75,7 @@ def _assert_close(got, ref, where):
                          [("keras3", 2, "equal"), ("keras3", 3, "live"), ("tf_keras", 3, "live")])
 def test_keras_own_steps_report_the_one_process_losses_without_a_loss_collective(
         keras_line, np_, shares, tmp_path):
-    if keras_line == "tf_keras":
-        pytest.importorskip("tf_keras", reason="tf_keras is not installed (scripts/setup.sh "
-                                               "installs it)")
-    prelude, env = FLAVOURS[keras_line]
+    prelude, env = flavour_of(keras_line)
     code = prelude + MULTI_OUTPUT
     (ref,) = _launch(1, code, tmp_path / "one", env).values()
     timeline = tmp_path / "timeline.json"

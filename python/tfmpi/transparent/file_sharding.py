@@ -80,6 +80,17 @@ def enabled():
     return state.size > 1 and state.options.data_sharding == "files"
 
 
+def runs_until_exhausted(plan, steps_per_epoch):
+    """Whether a Keras loop's epochs over `plan` must each run until its data
+    ends, whatever step count Keras inferred. A file-sharded pass lasts as
+    many steps as the rank with the most rows for its slice needs, which
+    changes with the work shares and with the files; both Keras lines keep
+    the count of their first epoch, so a longer later epoch would be cut
+    short (records never read) and, under tf_keras, a shorter one would end
+    fit as "ran out of data". Not where the script gave steps_per_epoch."""
+    return isinstance(plan, Plan) and steps_per_epoch in (None, 0, -1)
+
+
 def _notice(reason):
     if state.rank == 0 and reason not in _said:
         _said.add(reason)

@@ -358,13 +358,10 @@ class Pass:
 
 
 def install():
-    """Keras 3's epoch iterators hand the rewritten dataset to the steps.
-
-    A file-sharded pass (Note [File sharding]) lasts as many steps as the
-    rank with the most rows for its slice needs, which changes with the
-    shares and with the files; Keras 3 keeps the step count it saw at the end
-    of its first epoch (a longer epoch after it would be cut short), so where
-    the script gave no steps_per_epoch every epoch runs until its data ends."""
+    """Keras 3's epoch iterators hand the rewritten dataset to the steps; an
+    epoch over a file-sharded one runs until its data ends where
+    file_sharding.runs_until_exhausted says so (Keras 3 forgets the step
+    count it inferred, at every epoch)."""
     if state.size == 1 or not (state.options.input_sharding or file_sharding.enabled()):
         return
     from keras.src.backend.tensorflow.trainer import TFEpochIterator
@@ -382,8 +379,8 @@ def install():
         plan = plan_for_adapter(self.data_adapter)
         if plan is not None:
             self._distributed_dataset = Pass(plan)
-            if isinstance(plan, file_sharding.Plan) and not self.steps_per_epoch:
-                self._tfmpi_until_exhausted = True
+            self._tfmpi_until_exhausted = file_sharding.runs_until_exhausted(
+                plan, self.steps_per_epoch)
 
     original_iter = TFEpochIterator.__iter__
 

@@ -71,12 +71,8 @@ def _patch_sharded_input(Handler):
     iterators do. tf_keras infers the steps of an epoch from the script's
     dataset before this, and keeps them (a Pass is not a tf.data.Dataset,
     which it re-infers from): right for element-level sharding, which keeps
-    the script's batches. A file-sharded pass lasts as many steps as the rank
-    with the most rows for its slice needs, which changes with the shares and
-    with a shuffled list of files; so, where the script gave no
-    steps_per_epoch, every epoch of it runs until its data ends (tf_keras
-    would otherwise keep the first epoch's count: a shorter epoch after it
-    stopped fit as "ran out of data", a longer one was cut short)."""
+    the script's batches. Where file_sharding.runs_until_exhausted says so,
+    the handler infers none instead, at every epoch (_patch_epochs)."""
     original = Handler._configure_dataset_and_inferred_steps
 
     @functools.wraps(original)
@@ -87,7 +83,7 @@ def _patch_sharded_input(Handler):
         plan = _plan_of_script_pipeline(self)
         if plan is not None:
             self._dataset = input_sharding.Pass(plan)
-            if isinstance(plan, file_sharding.Plan) and self._steps_per_epoch in (None, -1):
+            if file_sharding.runs_until_exhausted(plan, self._steps_per_epoch):
                 self._tfmpi_until_exhausted = True
                 self._inferred_steps = None
 
