@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
 APT_PACKAGES=(g++ pkg-config openmpi-bin libopenmpi-dev libgtest-dev googletest
-              nlohmann-json3-dev libfmt-dev libcli11-dev dataset-fashion-mnist
+              nlohmann-json3-dev libfmt-dev libcli11-dev robin-map-dev dataset-fashion-mnist
               iproute2 util-linux libhdf5-dev libnetcdf-dev)
 # TensorFlow must be importable when tfmpi builds: its ops compile against it.
 PIP_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.10" "cmake>=3.20" ninja "numpy>=1.22"

@@ -97,8 +97,9 @@ std::vector<Status> Engine::EnqueueAll(std::vector<Request> requests) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const Clock::time_point now = Clock::now();
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (statuses[i].ok()) statuses[i] = AdmitLocked(std::move(requests[i]));
+      if (statuses[i].ok()) statuses[i] = AdmitLocked(std::move(requests[i]), now);
       wake = wake || statuses[i].ok();
     }
     wake = wake && waiting_;
@@ -107,25 +108,16 @@ std::vector<Status> Engine::EnqueueAll(std::vector<Request> requests) {
   return statuses;
 }
 
-Status Engine::AdmitLocked(Request request) {
+Status Engine::AdmitLocked(Request request, Clock::time_point now) {
   if (!stop_status_.ok()) return stop_status_;
   if (shutdown_requested_)
     return Status::FailedPrecondition("tfmpi is shutting down; no new collectives accepted");
-  if (!in_flight_.insert(request.meta.name).second)
+  if (!names_.Admit(&request))  // attaches the name's slot (Note [Pending slots])
     return Status::InvalidArgument(fmt::format(
         "a request named '{}' is already in flight on rank {}; names must be unique among "
         "in-flight requests (wait for the first one, or use another name)",
         request.meta.name, rank_));
-  // Release the name before the caller hears back, so it can reuse it at once.
-  DoneCallback user = std::move(request.done);
-  request.done = [this, name = request.meta.name, user = std::move(user)](const Status& s) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      in_flight_.erase(name);
-    }
-    if (user) user(s);
-  };
-  request.submitted = Clock::now();
+  request.submitted = now;
   incoming_.push_back(std::move(request));
   return Status::Ok();
 }

@@ -24,10 +24,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
+#include "tfmpi/engine/name_slots.h"
 #include "tfmpi/engine/negotiator.h"
+#include "tfmpi/engine/pending_table.h"
 #include "tfmpi/engine/options.h"
 #include "tfmpi/engine/request.h"
 #include "tfmpi/transport/communicator.h"
@@ -88,7 +89,7 @@ class Engine {
  private:
   explicit Engine(const EngineOptions& options) : options_(options) {}
   Status Validate(const Request& request) const;
-  Status AdmitLocked(Request request);  // mu_ held
+  Status AdmitLocked(Request request, Clock::time_point now);  // mu_ held
   static void FailAll(const Status& status, std::vector<Request>* requests);
 
   // The background thread (engine_loop.cc).
@@ -114,7 +115,7 @@ class Engine {
   Status stop_status_;      // not OK: the engine stopped or failed; Enqueue refuses with it
   std::string exit_reason_;  // SetExitReason
   std::vector<Request> incoming_;
-  std::unordered_set<std::string> in_flight_;
+  NameSlots names_;  // the names in flight, each with its slot (Note [Pending slots])
   EngineStats stats_;
 };
 

@@ -18,17 +18,18 @@ namespace {
 
 // Completes every request of `pending` with `status` and empties it.
 void FailPending(const Status& status, PendingTable* pending) {
-  for (auto& [name, p] : *pending) {
-    Status s = Complete(p.request, status);
+  // Taken out first: completing releases each name's slot (Note [Pending slots]).
+  for (Request& r : pending->TakeAll()) {
+    Status s = Complete(r, status);
     if (!s.ok()) TFMPI_LOG_ERROR("{}", s.message());
   }
-  pending->clear();
 }
 
 std::string NamesOf(const PendingTable& pending) {
   std::string names;
-  for (const auto& [name, p] : pending)
-    if (names.size() < 200) names += (names.empty() ? "'" : ", '") + name + "'";
+  pending.ForEach([&](const NameSlot& slot) {
+    if (names.size() < 200) names += (names.empty() ? "'" : ", '") + slot.name + "'";
+  });
   return names;
 }
 
@@ -96,7 +97,7 @@ void Engine::Run(CommunicatorFactory factory) {
   if (!s.ok()) return;
   SetLogRank(rank_, size_);
 
-  PendingTable pending;
+  PendingTable pending(&names_);
   std::vector<Request> arrived;
   Status failure;
   try {
@@ -181,10 +182,7 @@ Status Engine::Serve(Communicator* comm, Timeline* timeline, PendingTable* pendi
       if (want_shutdown) exit_reason = leave_error.ok() ? exit_reason_ : leave_reason;
     }
     if (!leave_error.ok()) FailAll(leave_error, arrived);  // enqueued before the refusal
-    for (Request& r : *arrived) {
-      std::string name = r.meta.name;
-      pending->try_emplace(std::move(name)).first->second.request = std::move(r);
-    }
+    for (Request& r : *arrived) pending->Add(std::move(r));
     arrived->clear();
     TFMPI_RETURN_IF_ERROR(negotiator.Negotiate(pending, want_shutdown, exit_reason, &result));
     const Clock::time_point decided = Clock::now();
@@ -201,7 +199,7 @@ Status Engine::Serve(Communicator* comm, Timeline* timeline, PendingTable* pendi
       stats_.cache_hits += result.cache_hits;
     }
     Status callback_error;
-    TFMPI_RETURN_IF_ERROR(executor.Execute(result.responses, pending, decided, &callback_error));
+    TFMPI_RETURN_IF_ERROR(executor.Execute(result.responses, result.slots, pending, decided, &callback_error));
     if (!callback_error.ok() && leave_error.ok()) {
       leave_reason = callback_error.message();
       leave_error = LeaveAfterError(callback_error, pending);

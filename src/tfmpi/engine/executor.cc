@@ -32,8 +32,8 @@ void Executor::Finish(Item& item, const Status& status) {
 }
 
 Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& responses,
-                         PendingTable* pending, Clock::time_point decided_at,
-                         Status* callback_error) {
+                         const std::vector<NameSlot*>& slots, PendingTable* pending,
+                         Clock::time_point decided_at, Status* callback_error) {
   callback_error_ = Status::Ok();
   std::vector<Item> work;
   std::vector<std::vector<std::size_t>> groups;
@@ -42,14 +42,15 @@ Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& res
     std::vector<planning::FusionItem> items;
     items.reserve(responses.size());
     work.reserve(responses.size());
-    for (const auto& shared : responses) {
-      const Response& r = *shared;
-      auto node = pending->extract(r.meta.name);
-      if (node.empty() && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
-      TFMPI_ENFORCE(!node.empty(), "negotiated tensor '{}' is not pending on this rank",
+    TFMPI_ENFORCE_EQ(responses.size(), slots.size());
+    for (std::size_t i = 0; i < responses.size(); ++i) {
+      const Response& r = *responses[i];
+      std::optional<Request> request = pending->Take(slots[i]);
+      if (!request && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
+      TFMPI_ENFORCE(request.has_value(), "negotiated tensor '{}' is not pending on this rank",
                     r.meta.name);
       items.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
-      work.push_back({&r, std::move(node.mapped().request)});
+      work.push_back({&r, std::move(*request)});
     }
     if (timeline_ && timeline_->enabled())
       for (const Item& it : work) Trace(it, "NEGOTIATE", it.request.submitted, decided_at);

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "tfmpi/engine/negotiator.h"
+#include "tfmpi/engine/pending_table.h"
 #include "tfmpi/engine/timeline.h"
 #include "tfmpi/planning/fusion.h"
 #include "tfmpi/transport/communicator.h"
@@ -36,8 +36,10 @@ class Executor {
   // it is returned (the engine then stops). A completion callback that throws
   // does not stop the cycle (the ranks still agree); the first such error is
   // stored in *callback_error. Note [Engine errors] in engine_loop.cc.
+  // `slots[i]`: where responses[i]'s request is pending (nullptr: not here).
   Status Execute(const std::vector<std::shared_ptr<const Response>>& responses,
-                 PendingTable* pending, Clock::time_point decided_at, Status* callback_error);
+                 const std::vector<NameSlot*>& slots, PendingTable* pending,
+                 Clock::time_point decided_at, Status* callback_error);
 
   const ExecutorStats& stats() const { return stats_; }
 

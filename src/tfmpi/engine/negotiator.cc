@@ -21,13 +21,15 @@ Negotiator::Negotiator(Communicator* comm, const NegotiationOptions& options)
     : comm_(comm),
       options_(options),
       cache_(options.cache_capacity),
-      words_((kFirstCacheBit + options.cache_capacity + 63) / 64) {
+      words_((kFirstCacheBit + options.cache_capacity + 63) / 64),
+      slot_of_bit_(options.cache_capacity, nullptr) {
   if (comm_->rank() == 0) coordinator_ = std::make_unique<Coordinator>(comm_->size());
 }
 
 Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
                              const std::string& exit_reason, NegotiationResult* out) {
   out->responses.clear();
+  out->slots.clear();
   out->shutdown = false;
   out->peer_leaving = false;
   out->full_round = false;
@@ -36,16 +38,21 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
   std::fill(words_.begin(), words_.end(), 0);
   const Clock::time_point now = Clock::now();
   bool quiet = true;
-  for (auto& [name, p] : *pending) {
-    if (p.reported) { quiet = false; continue; }
-    if (p.bit_generation != cache_.generation()) {
-      p.bit = cache_.Lookup(p.request.meta, comm_->rank());
+  const int rank = comm_->rank();
+  pending->ForEach([&](NameSlot& slot) {
+    PendingRequest& p = slot.entry;
+    if (p.reported) { quiet = false; return; }
+    // Note [Pending slots]: a bit remembered from this name's last request
+    // still names its entry while the generation holds; the meta may differ.
+    if (p.bit_generation != cache_.generation() || (p.bit && !cache_.Serves(*p.bit, p.request.meta, rank))) {
+      p.bit = cache_.Lookup(p.request.meta, rank);
       p.bit_generation = cache_.generation();
     }
-    if (!p.bit) { quiet = false; continue; }
-    if (now - p.request.submitted > options_.promote_after) { quiet = false; continue; }
+    if (!p.bit) { quiet = false; return; }
+    if (now - p.request.submitted > options_.promote_after) { quiet = false; return; }
     SetBit(words_, kFirstCacheBit + *p.bit);
-  }
+    slot_of_bit_[*p.bit] = &slot;
+  });
   if (want_shutdown && !leave_announced_) quiet = false;  // the leave notice needs a full round
   if (quiet) SetBit(words_, kQuietBit);
   if (want_shutdown) SetBit(words_, kShutdownBit);
@@ -65,6 +72,7 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
       word &= word - 1;
       cache_.Touch(b);
       out->responses.push_back(cache_.Share(b));
+      out->slots.push_back(slot_of_bit_[b]);  // set by this rank too: pending here
     }
   }
   out->cache_hits = out->responses.size();
@@ -75,20 +83,23 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
 
   // Full round. Requests served by the cache this cycle are not reported.
   out->full_round = true;
-  PendingTable hits;
+  auto mark_hits = [&](bool served) {
+    for (NameSlot* slot : out->slots) slot->entry.served = served;
+  };
   std::vector<Response> decided;
+  mark_hits(true);
   Status s;
-  try {  // the hits go back to `pending` whatever happens, so they still complete
-    for (const auto& r : out->responses) hits.insert(pending->extract(r->meta.name));
+  try {
     s = FullRound(pending, want_shutdown, exit_reason, &decided);
   } catch (...) {
-    pending->merge(hits);
+    mark_hits(false);
     throw;
   }
-  pending->merge(hits);
+  mark_hits(false);
   TFMPI_RETURN_IF_ERROR(s);
   for (Response& r : decided) {
     cache_.Put(r);
+    out->slots.push_back(pending->FindByName(r.meta.name));
     out->responses.push_back(std::make_shared<const Response>(std::move(r)));
   }
   return Status::Ok();
@@ -97,11 +108,12 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
 Status Negotiator::FullRound(PendingTable* pending, bool want_shutdown,
                              const std::string& exit_reason, std::vector<Response>* decided) {
   wire::RankReport mine;
-  for (auto& [name, p] : *pending) {
-    if (p.reported) continue;
+  pending->ForEach([&](NameSlot& slot) {
+    PendingRequest& p = slot.entry;
+    if (p.reported || p.served) return;
     p.reported = true;
     mine.metas.push_back(p.request.meta);
-  }
+  });
   mine.leaving = want_shutdown && !leave_announced_;
   if (mine.leaving) mine.exit_reason = exit_reason;
   std::vector<std::string> all;

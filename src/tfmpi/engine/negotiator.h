@@ -31,26 +31,14 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tfmpi/engine/coordinator.h"
-#include "tfmpi/engine/request.h"
+#include "tfmpi/engine/pending_table.h"
 #include "tfmpi/engine/response_cache.h"
 #include "tfmpi/transport/communicator.h"
 
 namespace tfmpi {
-
-struct PendingRequest {
-  Request request;
-  bool reported = false;             // sent to the coordinator
-  std::optional<std::size_t> bit;    // cache bit, valid while bit_generation matches
-  std::uint64_t bit_generation = ~std::uint64_t{0};
-};
-
-// Pending local requests by name. Report order doesn't matter: rank 0 decides
-// the execution order and broadcasts it.
-using PendingTable = std::unordered_map<std::string, PendingRequest>;
 
 struct NegotiationOptions {
   std::size_t cache_capacity = 1024;
@@ -61,6 +49,9 @@ struct NegotiationOptions {
 
 struct NegotiationResult {
   std::vector<std::shared_ptr<const Response>> responses;  // to execute now, in this order
+  // The slot of each response's pending request on this rank (nullptr: not
+  // pending here, e.g. a deadlock error for a tensor this rank never sent).
+  std::vector<NameSlot*> slots;
   bool shutdown = false;            // every rank asked to shut down
   bool peer_leaving = false;        // some rank asked to shut down (maybe not all)
   bool full_round = false;
@@ -92,6 +83,7 @@ class Negotiator {
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::vector<std::uint64_t> words_;
+  std::vector<NameSlot*> slot_of_bit_;  // this cycle's request for each bit it set
   bool leave_announced_ = false;
   std::map<int, std::string> leavers_;
 };

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "tfmpi/engine/name_slots.h"
+
 namespace tfmpi {
 
 Status Complete(Request& request, const Status& status) {
+  if (NameSlot* slot = request.slot) {
+    request.slot = nullptr;
+    slot->owner->Release(slot, request.admission);
+  }
   DoneCallback done = std::move(request.done);
   request.done = nullptr;
   if (!done) return Status::Ok();

@@ -21,6 +21,8 @@ using DoneCallback = std::function<void(const Status&)>;
 // returns where to write it (nullptr: allocation failed).
 using OutputAllocator = std::function<void*(const Shape&)>;
 
+struct NameSlot;
+
 struct Request {
   TensorMeta meta;
   const void* input = nullptr;
@@ -28,11 +30,13 @@ struct Request {
   OutputAllocator allocate_output;  // allgather only
   DoneCallback done;
   Clock::time_point submitted{};
+  // The name's slot and which admission of it this is, set when the engine
+  // admits the request (Note [Pending slots], name_slots.h). Complete()
+  // releases the name before `done` runs, so the caller can reuse it at once.
+  NameSlot* slot = nullptr;
+  std::uint64_t admission = 0;
 };
 
-// Fires `request.done` with `status` and clears it, so a request completes at
-// most once. An exception the callback throws does not escape: it comes back
-// as an Internal status naming the tensor (Note [Engine errors]).
 Status Complete(Request& request, const Status& status);
 
 }  // namespace tfmpi

@@ -17,6 +17,11 @@ std::optional<std::size_t> ResponseCache::Lookup(const TensorMeta& meta, int ran
   return it->second;
 }
 
+bool ResponseCache::Serves(std::size_t bit, const TensorMeta& meta, int rank) const {
+  return bit < entries_.size() && entries_[bit].has_value() &&
+         planning::MatchesCachedResponse(meta, rank, *entries_[bit]->response);
+}
+
 const Response& ResponseCache::Get(std::size_t bit) const {
   TFMPI_ENFORCE(bit < entries_.size() && entries_[bit].has_value(), "no cache entry at bit {}", bit);
   return *entries_[bit]->response;

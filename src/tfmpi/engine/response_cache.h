@@ -31,6 +31,8 @@ class ResponseCache {
 
   // The bit of the entry that serves `meta` submitted by `rank`, if any.
   std::optional<std::size_t> Lookup(const TensorMeta& meta, int rank) const;
+  // Whether the entry at `bit` serves `meta` submitted by `rank` (no lookup).
+  bool Serves(std::size_t bit, const TensorMeta& meta, int rank) const;
   const Response& Get(std::size_t bit) const;
   // The same entry, shared (no copy), valid after later Put calls replace it.
   std::shared_ptr<const Response> Share(std::size_t bit) const;
