@@ -23,8 +23,7 @@ bool NameSlots::Admit(Request* request) {
   if (slot->in_flight) return false;
   slot->in_flight = true;
   ++in_flight_;
-  request->slot = slot;
-  request->admission = ++slot->admissions;
+  request->hold = NameHold(slot, ++slot->admissions);
   return true;
 }
 

@@ -1,5 +1,6 @@
 #include "tfmpi/engine/negotiator.h"
 
+#include "tfmpi/common/enforce.h"
 #include "tfmpi/common/logging.h"
 #include "tfmpi/engine/wire.h"
 
@@ -26,8 +27,14 @@ Negotiator::Negotiator(Communicator* comm, const NegotiationOptions& options)
   if (comm_->rank() == 0) coordinator_ = std::make_unique<Coordinator>(comm_->size());
 }
 
+void Negotiator::ForgetBits() {  // no slot pointer outlives its cycle
+  for (std::size_t b : bits_set_) slot_of_bit_[b] = nullptr;
+  bits_set_.clear();
+}
+
 Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
                              const std::string& exit_reason, NegotiationResult* out) {
+  ForgetBits();  // after a failed AND
   out->responses.clear();
   out->slots.clear();
   out->shutdown = false;
@@ -43,15 +50,22 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
     PendingRequest& p = slot.entry;
     if (p.reported) { quiet = false; return; }
     // Note [Pending slots]: a bit remembered from this name's last request
-    // still names its entry while the generation holds; the meta may differ.
-    if (p.bit_generation != cache_.generation() || (p.bit && !cache_.Serves(*p.bit, p.request.meta, rank))) {
+    // still names its entry while the generation holds, but this request's
+    // meta may differ: checked once per request.
+    const std::uint64_t admission = p.request.hold.admission;
+    if (p.bit_generation != cache_.generation()) {
       p.bit = cache_.Lookup(p.request.meta, rank);
       p.bit_generation = cache_.generation();
+    } else if (p.bit && p.bit_checked_for != admission &&
+               !cache_.Serves(*p.bit, p.request.meta, rank)) {
+      p.bit = cache_.Lookup(p.request.meta, rank);
     }
+    p.bit_checked_for = admission;
     if (!p.bit) { quiet = false; return; }
     if (now - p.request.submitted > options_.promote_after) { quiet = false; return; }
     SetBit(words_, kFirstCacheBit + *p.bit);
     slot_of_bit_[*p.bit] = &slot;
+    bits_set_.push_back(*p.bit);
   });
   if (want_shutdown && !leave_announced_) quiet = false;  // the leave notice needs a full round
   if (quiet) SetBit(words_, kQuietBit);
@@ -72,9 +86,15 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
       word &= word - 1;
       cache_.Touch(b);
       out->responses.push_back(cache_.Share(b));
-      out->slots.push_back(slot_of_bit_[b]);  // set by this rank too: pending here
+      // Every rank set this bit, this one too, this cycle, for a pending request.
+      NameSlot* slot = slot_of_bit_[b];
+      TFMPI_ENFORCE(slot && slot->index != NameSlot::kNotPending && slot->entry.bit == b,
+                    "cache bit {} is set after the negotiation AND but no request of this "
+                    "rank set it", b);
+      out->slots.push_back(slot);
     }
   }
+  ForgetBits();
   out->cache_hits = out->responses.size();
   out->shutdown = TestBit(words_, kShutdownBit);
   out->peer_leaving = !TestBit(words_, kStayingBit);

@@ -75,6 +75,7 @@ class Negotiator {
   const std::map<int, std::string>& leavers() const { return leavers_; }
 
  private:
+  void ForgetBits();
   Status FullRound(PendingTable* pending, bool want_shutdown, const std::string& exit_reason,
                    std::vector<Response>* decided);
 
@@ -84,6 +85,7 @@ class Negotiator {
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::vector<std::uint64_t> words_;
   std::vector<NameSlot*> slot_of_bit_;  // this cycle's request for each bit it set
+  std::vector<std::size_t> bits_set_;    // the bits set this cycle
   bool leave_announced_ = false;
   std::map<int, std::string> leavers_;
 };

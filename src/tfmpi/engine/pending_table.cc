@@ -5,7 +5,7 @@
 namespace tfmpi {
 
 PendingRequest& PendingTable::Add(Request request) {
-  NameSlot* s = request.slot;
+  NameSlot* s = request.hold.slot;
   TFMPI_ENFORCE(s != nullptr, "request '{}' was not admitted", request.meta.name);
   TFMPI_ENFORCE(s->index == NameSlot::kNotPending, "a request named '{}' is already pending",
                 s->name);

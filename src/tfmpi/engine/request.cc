@@ -7,9 +7,9 @@
 namespace tfmpi {
 
 Status Complete(Request& request, const Status& status) {
-  if (NameSlot* slot = request.slot) {
-    request.slot = nullptr;
-    slot->owner->Release(slot, request.admission);
+  if (request.hold.slot) {
+    NameHold hold = std::move(request.hold);
+    hold.slot->owner->Release(hold.slot, hold.admission);
   }
   DoneCallback done = std::move(request.done);
   request.done = nullptr;

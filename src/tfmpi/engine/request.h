@@ -23,6 +23,30 @@ using OutputAllocator = std::function<void*(const Shape&)>;
 
 struct NameSlot;
 
+// A request's hold on its name while it is in flight (Note [Pending slots],
+// name_slots.h): set at admission, released by Complete(). It moves with the
+// request and leaves the moved-from request without it; a copy of a request
+// holds nothing, so only one request can ever release an admission.
+struct NameHold {
+  NameSlot* slot = nullptr;
+  std::uint64_t admission = 0;
+
+  NameHold() = default;
+  NameHold(NameSlot* s, std::uint64_t a) : slot(s), admission(a) {}
+  NameHold(const NameHold&) {}
+  NameHold& operator=(const NameHold& o) {
+    if (this != &o) *this = NameHold();
+    return *this;
+  }
+  NameHold(NameHold&& o) noexcept : slot(o.slot), admission(o.admission) { o.slot = nullptr; }
+  NameHold& operator=(NameHold&& o) noexcept {
+    slot = o.slot;
+    admission = o.admission;
+    o.slot = nullptr;
+    return *this;
+  }
+};
+
 struct Request {
   TensorMeta meta;
   const void* input = nullptr;
@@ -30,13 +54,15 @@ struct Request {
   OutputAllocator allocate_output;  // allgather only
   DoneCallback done;
   Clock::time_point submitted{};
-  // The name's slot and which admission of it this is, set when the engine
-  // admits the request (Note [Pending slots], name_slots.h). Complete()
-  // releases the name before `done` runs, so the caller can reuse it at once.
-  NameSlot* slot = nullptr;
-  std::uint64_t admission = 0;
+  // Set when the engine admits the request. Complete() releases the name
+  // before `done` runs, so the caller can reuse it at once.
+  NameHold hold;
 };
 
+// Releases the request's name (if it holds one), then fires `request.done`
+// with `status` and clears it, so a request completes at most once. An
+// exception the callback throws does not escape: it comes back as an
+// Internal status naming the tensor (Note [Engine errors]).
 Status Complete(Request& request, const Status& status);
 
 }  // namespace tfmpi
