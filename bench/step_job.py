@@ -82,4 +82,5 @@ def main():
     print(f"STEP_MEAN_MS {1000 * float(np.mean(timer.times[5:])):.2f}", flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()
