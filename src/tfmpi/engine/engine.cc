@@ -85,10 +85,17 @@ Status Engine::Validate(const Request& r) const {
   return Status::Ok();
 }
 
-Status Engine::Enqueue(Request request) {
-  std::vector<Request> one;
-  one.push_back(std::move(request));
-  return EnqueueAll(std::move(one)).front();
+Status Engine::Enqueue(Request request) {  // EnqueueAll of one, without its vectors
+  Status s = Validate(request);
+  if (!s.ok()) return s;
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = AdmitLocked(std::move(request), Clock::now());
+    wake = s.ok() && TakeWaiterLocked();
+  }
+  if (wake) cv_.notify_all();
+  return s;
 }
 
 std::vector<Status> Engine::EnqueueAll(std::vector<Request> requests) {
@@ -98,14 +105,24 @@ std::vector<Status> Engine::EnqueueAll(std::vector<Request> requests) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Clock::time_point now = Clock::now();
+    bool admitted = false;
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (statuses[i].ok()) statuses[i] = AdmitLocked(std::move(requests[i]), now);
-      wake = wake || statuses[i].ok();
+      admitted = admitted || statuses[i].ok();
     }
-    wake = wake && waiting_;
+    wake = admitted && TakeWaiterLocked();
   }
   if (wake) cv_.notify_all();  // Note [Waking the cycle], engine_loop.cc
   return statuses;
+}
+
+// Whether the loop waits for its next cycle, and so must be woken. The first
+// enqueue that wakes it clears the flag, so requests that arrive before the
+// loop runs again do not each pay for a futex wake.
+bool Engine::TakeWaiterLocked() {
+  const bool waiting = waiting_;
+  waiting_ = false;
+  return waiting;
 }
 
 Status Engine::AdmitLocked(Request request, Clock::time_point now) {

@@ -90,6 +90,7 @@ class Engine {
   explicit Engine(const EngineOptions& options) : options_(options) {}
   Status Validate(const Request& request) const;
   Status AdmitLocked(Request request, Clock::time_point now);  // mu_ held
+  bool TakeWaiterLocked();                                     // mu_ held
   static void FailAll(const Status& status, std::vector<Request>* requests);
 
   // The background thread (engine_loop.cc).
