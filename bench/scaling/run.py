@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 
@@ -21,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 import model  # noqa: E402
-from step_timing import job_command, step_ms  # noqa: E402
+from step_timing import interleaved_medians, job_command  # noqa: E402
 
 # Line rates at 90% efficiency; latencies are typical MPI small-message
 # latencies for each kind of network (assumptions, stated in the docs).
@@ -75,15 +74,11 @@ def check(link, gamma, rounds, steps):
         configs = [("compute", ["taskset", "-c", "0"] + half, {}),
                    ("np2", ["tfmpirun", "-np", "2"] + job_command(name, steps),
                     {"TFMPI_SHARES": "equal"})]
-        runs = {label: [] for label, _, _ in configs}
-        for _ in range(rounds):
-            for label, cmd, env in configs:
-                runs[label].append(step_ms(cmd, env))
-        compute_ms = statistics.median(runs["compute"])
+        runs = interleaved_medians(configs, rounds)
+        compute_ms = runs["compute"][0]
         predicted = 1e3 * model.step_s(compute_ms / 1e3, nbytes, 2, link, gamma=gamma,
                                        fixed_s=FIXED_COST_S, collectives=collectives)
-        rows.append((name, nbytes, compute_ms, predicted, statistics.median(runs["np2"]),
-                     runs["np2"]))
+        rows.append((name, nbytes, compute_ms, predicted) + runs["np2"])
     return rows
 
 

@@ -5,7 +5,7 @@
 // A training step submits the same names every step. Admission (on the
 // submitting thread) must look the name up anyway, to refuse a second
 // request of a name that is still in flight; it finds or creates the name's
-// slot there and hands it to the engine inside the request (Request::slot).
+// slot there and hands it to the engine inside the request (Request::hold).
 // The engine thread then keeps its per-name state in the slot: the pending
 // request, whether it was reported to the coordinator, and the response-cache
 // bit it matched last time (checked against that entry instead of looked up
@@ -48,7 +48,7 @@ struct PendingRequest {
   bool served = false;               // decided from the cache in the current cycle
   std::optional<std::size_t> bit;    // cache bit, valid while bit_generation matches
   std::uint64_t bit_generation = ~std::uint64_t{0};
-  std::uint64_t bit_checked_for = 0;  // the admission `bit` was checked against
+  std::uint64_t bit_checked_for = 0;  // the admission `bit` was looked up or checked for
 };
 
 struct NameSlot {

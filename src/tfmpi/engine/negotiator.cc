@@ -56,9 +56,9 @@ Status Negotiator::Negotiate(PendingTable* pending, bool want_shutdown,
     if (p.bit_generation != cache_.generation()) {
       p.bit = cache_.Lookup(p.request.meta, rank);
       p.bit_generation = cache_.generation();
-    } else if (p.bit && p.bit_checked_for != admission &&
-               !cache_.Serves(*p.bit, p.request.meta, rank)) {
-      p.bit = cache_.Lookup(p.request.meta, rank);
+    } else if (p.bit_checked_for != admission &&
+               (!p.bit || !cache_.Serves(*p.bit, p.request.meta, rank))) {
+      p.bit = cache_.Lookup(p.request.meta, rank);  // a miss may be cached by now
     }
     p.bit_checked_for = admission;
     if (!p.bit) { quiet = false; return; }

@@ -4,7 +4,7 @@
 
 namespace tfmpi {
 
-PendingRequest& PendingTable::Add(Request request) {
+void PendingTable::Add(Request request) {
   NameSlot* s = request.hold.slot;
   TFMPI_ENFORCE(s != nullptr, "request '{}' was not admitted", request.meta.name);
   TFMPI_ENFORCE(s->index == NameSlot::kNotPending, "a request named '{}' is already pending",
@@ -13,10 +13,8 @@ PendingRequest& PendingTable::Add(Request request) {
   p.request = std::move(request);
   p.reported = false;
   p.served = false;
-  if (!p.bit) p.bit_generation = ~std::uint64_t{0};  // a miss is looked up again
   s->index = live_.size();
   live_.push_back(s);
-  return p;
 }
 
 NameSlot* PendingTable::FindByName(const std::string& name) {

@@ -17,8 +17,8 @@ class PendingTable {
  public:
   explicit PendingTable(NameSlots* names) : names_(names) {}
 
-  // Adds an admitted request (request.slot set); its name must not be pending.
-  PendingRequest& Add(Request request);
+  // Adds an admitted request (request.hold set); its name must not be pending.
+  void Add(Request request);
   // The slot of a pending request of that name, or nullptr (a lookup under
   // the name map's mutex: for the rare paths that know only the name).
   NameSlot* FindByName(const std::string& name);
