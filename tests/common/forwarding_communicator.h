@@ -33,6 +33,7 @@ class ForwardingCommunicator : public Communicator {
     return inner_->Allgatherv(in, out, counts, dtype);
   }
   Status Barrier() override { return inner_->Barrier(); }
+  Status SetMaxMessageElements(std::size_t n) override { return inner_->SetMaxMessageElements(n); }
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override {
     return inner_->BitwiseAnd(words, n);
   }

@@ -86,6 +86,42 @@ TEST(ResolveEngineOptions, EveryVariableIsRead) {
   EXPECT_EQ(o.log_level, LogLevel::kDebug);
 }
 
+TEST(ResolveEngineOptions, AutotuneIsOffAndTunesWhatTheEnvironmentLeavesOpen) {
+  EngineOptions o;
+  ASSERT_TRUE(Resolve({}, &o).ok());
+  EXPECT_FALSE(o.autotune.enabled);
+  EXPECT_FALSE(o.autotune.fixed_message || o.autotune.fixed_direct || o.autotune.fixed_fusion);
+
+  ASSERT_TRUE(Resolve({{"TFMPI_AUTOTUNE", "yes"},
+                       {"TFMPI_AUTOTUNE_LOG", "/tmp/tune.csv"},
+                       {"TFMPI_AUTOTUNE_SECONDS", "30"},
+                       {"TFMPI_FUSION_THRESHOLD", "64M"}},  // the default, but chosen
+                      &o)
+                  .ok());
+  EXPECT_TRUE(o.autotune.enabled);
+  EXPECT_EQ(o.autotune.log_path, "/tmp/tune.csv");
+  EXPECT_DOUBLE_EQ(o.autotune.max_seconds, 30);
+  EXPECT_TRUE(o.autotune.fixed_fusion);
+  EXPECT_FALSE(o.autotune.fixed_direct);
+  EXPECT_FALSE(o.autotune.fixed_message);
+
+  ASSERT_TRUE(Resolve({{"TFMPI_MAX_MESSAGE_ELEMENTS", "4096"}, {"TFMPI_DIRECT_THRESHOLD", "2M"}},
+                      &o)
+                  .ok());
+  EXPECT_TRUE(o.autotune.fixed_message);
+  EXPECT_TRUE(o.autotune.fixed_direct);
+}
+
+TEST(ResolveEngineOptions, AnInvalidAutotuneVariableNamesTheAcceptedValues) {
+  EngineOptions o;
+  Status s = Resolve({{"TFMPI_AUTOTUNE", "maybe"}}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(s.message(), {"TFMPI_AUTOTUNE", "'maybe'", "1, 0, true, false"}));
+  s = Resolve({{"TFMPI_AUTOTUNE_SECONDS", "0"}}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(s.message(), {"TFMPI_AUTOTUNE_SECONDS", "[1, 86400]"}));
+}
+
 TEST(ResolveEngineOptions, ByteSuffixesArePowersOf1024) {
   EXPECT_EQ(FusionThresholdFor("64M"), 64u << 20);
   EXPECT_EQ(FusionThresholdFor("1KiB"), 1024u);

@@ -32,6 +32,9 @@ LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
 # optimizers, metrics, BatchNormalization, RNG, masked losses, saving).
 KINDS = {
     "fit": (["train_fit.py"], {}, (2, 3, 4), (2,)),
+    # the autotune search changes the message size and fusion thresholds between steps
+    # (Note [Autotune]); the math must not notice
+    "fit_autotune": (["train_fit.py"], {"TFMPI_AUTOTUNE": "1"}, (3,), ()),
     "custom_loop": (["train_custom_loop.py"], {}, (2, 3), (2,)),
     "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), ()),
     "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}, (2, 4), (2,)),
@@ -111,5 +114,7 @@ def test_matches_one_process_run(name, np_, reference, tmp_path):
                timeout=600)
     assert r.returncode == 0, r.stdout
     fidelity_check.assert_matches(ref, tmp_path, np_, r.stdout)
+    if "TFMPI_AUTOTUNE" in VARIANTS[name][1]:
+        assert "autotune: searching from" in r.stdout, r.stdout
     if KINDS[kind][0][0] == "train_fit.py":
         assert len(glob.glob(os.path.join(str(tmp_path), "ckpt-*.weights.h5"))) == 1

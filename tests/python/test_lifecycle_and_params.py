@@ -42,11 +42,22 @@ def test_invalid_parameter_is_rejected_at_init():
     assert "invalid value '-5' for TFMPI_CACHE_CAPACITY: expected an integer in [0, 1048576]" in r.stdout
 
 
+def test_invalid_autotune_variables_are_refused_at_start_up():
+    for name, value, accepted in [
+            ("TFMPI_AUTOTUNE", "maybe", "expected one of 1, 0, true, false, yes, no, on, off"),
+            ("TFMPI_AUTOTUNE_SECONDS", "0", "expected a number in [1, 86400]")]:
+        r = run_python(2, ["-c", "import tfmpi; tfmpi.init()"], timeout=120,
+                       env={"TFMPI_AUTOTUNE": "1", name: value})
+        assert r.returncode != 0
+        assert f"invalid value '{value}' for {name}: {accepted}" in r.stdout, r.stdout
+
+
 def test_params_table_lists_every_knob():
     r = run([sys.executable, "-m", "tfmpi.params"], timeout=60)
     assert r.returncode == 0, r.stdout
     for name in ["TFMPI_FUSION_THRESHOLD", "TFMPI_CYCLE_TIME_MS", "TFMPI_CACHE_CAPACITY",
-                 "TFMPI_TIMELINE", "TFMPI_LOG_LEVEL", "TFMPI_DIRECT_THRESHOLD"]:
+                 "TFMPI_TIMELINE", "TFMPI_LOG_LEVEL", "TFMPI_DIRECT_THRESHOLD",
+                 "TFMPI_AUTOTUNE", "TFMPI_AUTOTUNE_LOG", "TFMPI_AUTOTUNE_SECONDS"]:
         assert name in r.stdout
     bad = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
               env={"TFMPI_LOG_LEVEL": "loud"})

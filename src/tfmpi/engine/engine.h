@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "tfmpi/engine/autotune_session.h"
 #include "tfmpi/engine/name_slots.h"
 #include "tfmpi/engine/negotiator.h"
 #include "tfmpi/engine/pending_table.h"
@@ -50,6 +51,7 @@ struct EngineStats {
   std::uint64_t groups = 0;
   std::uint64_t fused_groups = 0;
   std::uint64_t bytes = 0;
+  AutotuneState autotune;  // TFMPI_AUTOTUNE: the search and the settings in use
 };
 
 class Engine {

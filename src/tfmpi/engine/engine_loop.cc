@@ -162,6 +162,11 @@ Status Engine::Serve(Communicator* comm, Timeline* timeline, PendingTable* pendi
                       stats_.fused_groups = es.fused_groups;
                       stats_.bytes = es.bytes;
                     });
+  AutotuneSession tuning(options_, comm, &executor);  // Note [Autotune]
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.autotune = tuning.state();
+  }
   TFMPI_LOG_INFO("engine started on {} with {} ranks", transport_name_, size_);
 
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
@@ -200,6 +205,13 @@ Status Engine::Serve(Communicator* comm, Timeline* timeline, PendingTable* pendi
     }
     Status callback_error;
     TFMPI_RETURN_IF_ERROR(executor.Execute(result.responses, result.slots, pending, decided, &callback_error));
+    if (tuning.searching() && !result.responses.empty()) {
+      const double executed = std::chrono::duration<double>(Clock::now() - decided).count();
+      TFMPI_RETURN_IF_ERROR(
+          tuning.AfterBusyCycle(executor.stats().bytes, executed, executor.planned_items()));
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.autotune = tuning.state();
+    }
     if (!callback_error.ok() && leave_error.ok()) {
       leave_reason = callback_error.message();
       leave_error = LeaveAfterError(callback_error, pending);

@@ -39,8 +39,7 @@ Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& res
   std::vector<std::vector<std::size_t>> groups;
   Status failure;
   try {
-    std::vector<planning::FusionItem> items;
-    items.reserve(responses.size());
+    items_.clear();
     work.reserve(responses.size());
     TFMPI_ENFORCE_EQ(responses.size(), slots.size());
     for (std::size_t i = 0; i < responses.size(); ++i) {
@@ -49,12 +48,12 @@ Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& res
       if (!request && !r.ok()) continue;  // a deadlock error for a tensor this rank never sent
       TFMPI_ENFORCE(request.has_value(), "negotiated tensor '{}' is not pending on this rank",
                     r.meta.name);
-      items.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
+      items_.push_back({r.meta.kind, r.meta.dtype, r.meta.op, r.meta.root, r.meta.bytes(), !r.ok()});
       work.push_back({&r, std::move(*request)});
     }
     if (timeline_ && timeline_->enabled())
       for (const Item& it : work) Trace(it, "NEGOTIATE", it.request.submitted, decided_at);
-    groups = planning::PlanFusion(items, fusion_);
+    groups = planning::PlanFusion(items_, fusion_);
   } catch (...) {
     failure = StatusFromCurrentException("while planning the negotiated collectives");
   }

@@ -42,6 +42,11 @@ class Executor {
                  Clock::time_point decided_at, Status* callback_error);
 
   const ExecutorStats& stats() const { return stats_; }
+  const planning::FusionOptions& fusion() const { return fusion_; }
+  // What the last Execute planned its groups over, one item per response it ran.
+  const std::vector<planning::FusionItem>& planned_items() const { return items_; }
+  // From the next Execute on (every rank the same, Note [Autotune]).
+  void SetFusion(const planning::FusionOptions& fusion) { fusion_ = fusion; }
 
  private:
   struct Item {
@@ -61,6 +66,7 @@ class Executor {
   planning::FusionOptions fusion_;
   Timeline* timeline_;
   std::vector<char> fusion_buffer_;
+  std::vector<planning::FusionItem> items_;  // this cycle's, reused
   ExecutorStats stats_;
   std::function<void(const ExecutorStats&)> publish_;
   Status callback_error_;  // this cycle's first callback exception

@@ -47,6 +47,21 @@ const ParamRegistry& EngineParams() {
       {"TFMPI_MAX_MESSAGE_ELEMENTS", ParamType::kInt, "0", 0, 2147483647, {},
        "Largest element count in one MPI call; larger tensors and fused buffers are split "
        "into chunks. 0: max(262144, 131072 x ranks), Note [Message size].", {}},
+      {"TFMPI_AUTOTUNE", ParamType::kBool, "0", 0, 0, {},
+       "Search the message size, direct threshold and fusion threshold during the first "
+       "steps (each setting in turn, 3 windows of 5-50 busy cycles per value, timed on "
+       "the slowest rank) and keep the fastest; settings set in the environment are not "
+       "tuned, and the defaults stay unless a confirmation run measures the new settings "
+       "faster (Note [Autotune]).",
+       {}},
+      {"TFMPI_AUTOTUNE_LOG", ParamType::kString, "", 0, 0, {},
+       "With TFMPI_AUTOTUNE: a CSV file that rank 0 writes, one row per measured window "
+       "(settings, seconds, bytes). Empty: none.",
+       {}},
+      {"TFMPI_AUTOTUNE_SECONDS", ParamType::kDouble, "120", 1, 86400, {},
+       "With TFMPI_AUTOTUNE: the search stops after this many seconds of training and keeps "
+       "the best settings found so far.",
+       {}},
       {"TFMPI_LOG_LEVEL", ParamType::kChoice, "warning", 0, 0,
        {"trace", "debug", "info", "warning", "error", "off"},
        "Engine log level; messages go to stderr tagged with the rank.", {}},
@@ -74,6 +89,12 @@ Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out) {
   out->peer_timeout_seconds = v["TFMPI_PEER_TIMEOUT_SECONDS"].d;
   out->max_message_elements = static_cast<std::size_t>(v["TFMPI_MAX_MESSAGE_ELEMENTS"].i);
   out->log_level = *ParseLogLevel(v["TFMPI_LOG_LEVEL"].s);
+  out->autotune.enabled = v["TFMPI_AUTOTUNE"].b;
+  out->autotune.log_path = v["TFMPI_AUTOTUNE_LOG"].s;
+  out->autotune.max_seconds = v["TFMPI_AUTOTUNE_SECONDS"].d;
+  out->autotune.fixed_message = out->max_message_elements != 0;
+  out->autotune.fixed_direct = v["TFMPI_DIRECT_THRESHOLD"].from_environment;
+  out->autotune.fixed_fusion = v["TFMPI_FUSION_THRESHOLD"].from_environment;
   return Status::Ok();
 }
 

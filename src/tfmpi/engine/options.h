@@ -9,6 +9,20 @@
 
 namespace tfmpi {
 
+// TFMPI_AUTOTUNE and its companions (Note [Autotune], planning/autotune.h).
+struct AutotuneOptions {
+  bool enabled = false;
+  std::string log_path;      // rank 0 writes one CSV row per window; empty: none
+  double max_seconds = 120;  // the search stops after this long, keeping its best
+  // A window closes at a multiple of 5 busy cycles once the slowest rank spent
+  // min_window_seconds executing in it, or after max_window_cycles busy cycles
+  // (Note [Autotune windows], engine/autotune_session.h).
+  double min_window_seconds = 0.02;
+  int max_window_cycles = 50;
+  // Settings the user chose (set in the environment) are not tuned.
+  bool fixed_message = false, fixed_direct = false, fixed_fusion = false;
+};
+
 struct EngineOptions {
   std::size_t fusion_threshold = 64u << 20;
   std::size_t direct_threshold = 1u << 20;
@@ -20,6 +34,7 @@ struct EngineOptions {
   double peer_timeout_seconds = 45;   // Note [Lost peers]
   std::size_t max_message_elements = 0;  // 0: MessageElementsFor picks (Note [Message size])
   LogLevel log_level = LogLevel::kWarning;
+  AutotuneOptions autotune;
 };
 
 // The registry of every TFMPI_* knob the engine reads.

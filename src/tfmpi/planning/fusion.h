@@ -25,6 +25,10 @@ struct FusionItem {
   int root = 0;
   std::size_t bytes = 0;
   bool error = false;
+  bool operator==(const FusionItem& o) const {
+    return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root &&
+           bytes == o.bytes && error == o.error;
+  }
 };
 
 struct FusionOptions {

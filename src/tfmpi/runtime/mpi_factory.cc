@@ -29,6 +29,7 @@ class OwningMpiCommunicator final : public Communicator {
     return c_->Allgatherv(in, out, counts, t);
   }
   Status Barrier() override { return c_->Barrier(); }
+  Status SetMaxMessageElements(std::size_t n) override { return c_->SetMaxMessageElements(n); }
   Status BitwiseAnd(std::uint64_t* w, std::size_t n) override { return c_->BitwiseAnd(w, n); }
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override {
     return c_->GatherToRoot(mine, all);

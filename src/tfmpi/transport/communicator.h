@@ -41,6 +41,12 @@ class Communicator {
                             DataType dtype) = 0;
   virtual Status Barrier() = 0;
 
+  // The largest element count of one transport call from the next call on
+  // (bigger buffers go in consecutive chunks; Note [Message size]). Every rank
+  // sets the same value before the same call (Note [Autotune]). Transports
+  // that never chunk ignore it.
+  virtual Status SetMaxMessageElements(std::size_t /*count*/) { return Status::Ok(); }
+
   // Control plane used by negotiation.
   virtual Status BitwiseAnd(std::uint64_t* words, std::size_t n) = 0;
   // Rank 0 receives every rank's bytes (others get an empty vector).

@@ -115,6 +115,14 @@ py::dict Stats() {
   d["groups"] = s.groups;
   d["fused_groups"] = s.fused_groups;
   d["bytes"] = s.bytes;
+  py::dict tune;
+  tune["enabled"] = s.autotune.enabled;
+  tune["done"] = s.autotune.done;
+  tune["windows"] = s.autotune.windows;
+  tune["message_elements"] = s.autotune.current.message_elements;
+  tune["direct_threshold"] = s.autotune.current.direct_threshold;
+  tune["fusion_threshold"] = s.autotune.current.fusion_threshold;
+  d["autotune"] = tune;
   return d;
 }
 

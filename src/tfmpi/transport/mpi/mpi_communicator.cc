@@ -136,6 +136,14 @@ MpiEnvironment::~MpiEnvironment() {
   }
 }
 
+Status MpiCommunicator::SetMaxMessageElements(std::size_t count) {
+  if (count == 0 || count > INT_MAX)
+    return Status::InvalidArgument(
+        fmt::format("max_message_elements must be in [1, {}], got {}", INT_MAX, count));
+  options_.max_message_elements = count;
+  return Status::Ok();
+}
+
 Status MpiCommunicator::Create(MPI_Comm parent, const MpiOptions& options,
                                std::unique_ptr<MpiCommunicator>* out) {
   if (options.max_message_elements == 0 || options.max_message_elements > INT_MAX)

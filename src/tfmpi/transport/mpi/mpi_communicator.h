@@ -58,6 +58,7 @@ class MpiCommunicator final : public Communicator {
                     DataType dtype) override;
   Status Barrier() override;
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override;
+  Status SetMaxMessageElements(std::size_t count) override;
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
   Status BroadcastFromRoot(std::string* data) override;
   void Abandon() override;
