@@ -22,9 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "cluster"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import where  # noqa: E402
 from step_timing import interleaved_medians, job_command  # noqa: E402
 
 SETTINGS = ("message_elements", "direct_threshold", "fusion_threshold")
@@ -70,31 +69,19 @@ def main():
                         help="steps of the tuning job (the search needs about 230 busy cycles)")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--hosts", action="store_true",
-                        help="one rank per emulated host of one core (needs root)")
-    parser.add_argument("--bandwidth", type=float, metavar="MBIT",
-                        help="with --hosts: each host's link in Mbit/s")
+    where.add_arguments(parser)
     args = parser.parse_args()
-    if args.bandwidth and not args.hosts:
-        parser.error("--bandwidth needs --hosts")
-    if not args.hosts:
-        run(args, ["tfmpirun", "-np", str(args.np)], "one host")
-        return
-    import harness  # noqa: E402 (tests/cluster)
-    with harness.EmulatedCluster(hosts=args.np, cpu_quota=1.0,
-                                 bandwidth_mbit=args.bandwidth) as cluster:
-        link = f"{args.bandwidth:g} Mbit/s links" if args.bandwidth else "unlimited links"
-        run(args, ["tfmpirun", "-np", str(args.np), *cluster.tfmpirun_args()],
-            f"{args.np} emulated hosts of one core, TCP, {link}")
+    with where.placement(parser, args) as (tfmpirun, _, description):
+        run(args, tfmpirun, description)
 
 
-def run(args, launcher, where):
+def run(args, launcher, description):
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "autotune.csv")
         lines, tuning_step = tune(args, launcher, log)
         with open(log) as f:
             rows = list(csv.DictReader(f))
-    print(f"{os.cpu_count()} CPUs; {args.model}, tfmpirun -np {args.np}, {where}; "
+    print(f"{os.cpu_count()} CPUs; {args.model}, tfmpirun -np {args.np}, {description}; "
           f"the tuning job ({args.tune_steps} steps): median step {tuning_step:.1f} ms\n")
     for line in lines:
         print(f"    {line.strip()}")

@@ -92,6 +92,15 @@ TEST(Autotune, ConfirmationRejectsAGainThatWasOnlyDrift) {
   EXPECT_EQ(t.current(), Defaults());
 }
 
+TEST(Autotune, ACandidateFarSlowerThanItsBaselineGetsOneWindow) {
+  Tuner t(AllTuned());
+  const int windows = RunToEnd(t, [](const TuningPoint& p, int) {
+    return p.message_elements == 16777216 ? 2.0 : 1.0;  // 2x slower: dropped after one window
+  });
+  EXPECT_EQ(t.best(), Defaults());
+  EXPECT_EQ(windows, (5 + 4 + 3) * 3 - 2);
+}
+
 TEST(Autotune, FixedSettingsAreNotTuned) {
   Tuner none(DefaultTunerOptions(Defaults(), false, false, false));
   EXPECT_TRUE(none.done());
@@ -126,7 +135,7 @@ TEST(Autotune, RecordSaysWhenTheSettingsChange) {
   EXPECT_NE(t.current(), Defaults());
 }
 
-TEST(Autotune, FinishKeepsTheBestSoFar) {
+TEST(Autotune, FinishBeforeAConfirmationKeepsTheStart) {
   Tuner t(AllTuned());
   // Finish the message size dimension with 1 M elements best, then stop.
   while (t.phase() == "message size") t.Record(Bowl(t.current()));
@@ -134,16 +143,25 @@ TEST(Autotune, FinishKeepsTheBestSoFar) {
   t.Record(1.0);
   t.Finish();
   EXPECT_TRUE(t.done());
-  EXPECT_EQ(t.current(), (TuningPoint{1048576, MiB, 64 * MiB}));
+  EXPECT_EQ(t.current(), Defaults());
   EXPECT_FALSE(t.Record(0.1));
-  EXPECT_EQ(t.current(), (TuningPoint{1048576, MiB, 64 * MiB}));
+  EXPECT_EQ(t.current(), Defaults());
 }
 
-TEST(Autotune, FinishDuringConfirmationDecidesOnWhatItHas) {
+TEST(Autotune, FinishAfterACompleteConfirmationKeepsItsResult) {
+  Tuner t(AllTuned());
+  RunToEnd(t, [](const TuningPoint& p, int) { return Bowl(p); });
+  const TuningPoint kept = t.best();
+  EXPECT_NE(kept, Defaults());
+  t.Finish();
+  EXPECT_EQ(t.current(), kept);
+}
+
+TEST(Autotune, FinishDuringTheConfirmationKeepsTheStart) {
   Tuner t(AllTuned());
   while (t.phase() != "confirm") t.Record(Bowl(t.current()));
-  t.Record(1.0);  // the start point, once
-  t.Record(1.0);  // the new point, not faster
+  t.Record(2.0);  // the start point, once
+  t.Record(1.0);  // the new point, faster, but once
   t.Finish();
   EXPECT_EQ(t.current(), Defaults());
 }
@@ -175,6 +193,11 @@ TEST(SamePlan, MessageSizesDifferOnlyWhereACollectiveIsLongerThanTheShorter) {
       {{CollectiveKind::kAllgather, DataType::kFloat32, ReduceOp::kSum, 0, 40, false}}};
   EXPECT_FALSE(SamePlan(gather, {1048576, MiB, 64 * MiB}, {4194304, MiB, 64 * MiB}));
   EXPECT_TRUE(SamePlan(gather, {1048576, MiB, 64 * MiB}, {1048576, 4 * MiB, 64 * MiB}));
+  // Broadcasts are chunked by bytes: 1 MiB of float32 is 1,048,576 units.
+  const std::vector<std::vector<FusionItem>> bcast = {
+      {{CollectiveKind::kBroadcast, DataType::kFloat32, ReduceOp::kSum, 0, MiB, false}}};
+  EXPECT_FALSE(SamePlan(bcast, {262144, MiB, 64 * MiB}, {1048576, MiB, 64 * MiB}));
+  EXPECT_TRUE(SamePlan(bcast, {1048576, MiB, 64 * MiB}, {4194304, MiB, 64 * MiB}));
 }
 
 TEST(SamePlan, ThresholdsDifferWhereTheyRegroupATensor) {

@@ -122,6 +122,17 @@ TEST(ResolveEngineOptions, AnInvalidAutotuneVariableNamesTheAcceptedValues) {
   EXPECT_TRUE(Contains(s.message(), {"TFMPI_AUTOTUNE_SECONDS", "[1, 86400]"}));
 }
 
+TEST(ResolveEngineOptions, SkipDataIsADiagnosticThatExcludesAutotune) {
+  EngineOptions o;
+  ASSERT_TRUE(Resolve({}, &o).ok());
+  EXPECT_FALSE(o.skip_data);
+  ASSERT_TRUE(Resolve({{"TFMPI_SKIP_DATA", "1"}}, &o).ok());
+  EXPECT_TRUE(o.skip_data);
+  const Status s = Resolve({{"TFMPI_SKIP_DATA", "1"}, {"TFMPI_AUTOTUNE", "1"}}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(s.message(), {"TFMPI_SKIP_DATA", "TFMPI_AUTOTUNE"}));
+}
+
 TEST(ResolveEngineOptions, ByteSuffixesArePowersOf1024) {
   EXPECT_EQ(FusionThresholdFor("64M"), 64u << 20);
   EXPECT_EQ(FusionThresholdFor("1KiB"), 1024u);

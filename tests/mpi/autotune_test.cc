@@ -51,9 +51,9 @@ int main() {
   options.autotune.max_seconds = 3600;
   options.autotune.min_window_seconds = 0;  // windows of 5 busy cycles
   MpiTest t("autotune_test", options);
-  // At most (6 + 4 + 3) x 3 + 6 windows of 5 busy cycles after one of
-  // warm-up: 230 busy cycles; each step is at least one.
-  constexpr int kSteps = 240;
+  // At most (6 + 4 + 3) x 3 + 6 windows of 5 busy cycles after two checks
+  // of warm-up: 235 busy cycles; each step is at least one.
+  constexpr int kSteps = 260;
   for (int step = 0; step < kSteps; ++step) Step(t, step);
   const tfmpi::EngineStats s = t.SettledStats();
   t.Expect(s.autotune.enabled && s.autotune.done, "the search did not end in {} steps ({} windows)",

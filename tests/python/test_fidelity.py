@@ -35,6 +35,9 @@ KINDS = {
     # the autotune search changes the message size and fusion thresholds between steps
     # (Note [Autotune]); the math must not notice
     "fit_autotune": (["train_fit.py"], {"TFMPI_AUTOTUNE": "1"}, (3,), ()),
+    # gradients reduced in buckets of ~1 KiB as the backward pass makes them
+    # (Note [Gradient buckets]): several ops per step, the same sums
+    "fit_gradient_buckets": (["train_fit.py"], {"TFMPI_GRADIENT_BUCKET_BYTES": "1024"}, (2,), ()),
     "custom_loop": (["train_custom_loop.py"], {}, (2, 3), (2,)),
     "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), ()),
     "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}, (2, 4), (2,)),

@@ -50,6 +50,40 @@ def test_invalid_autotune_variables_are_refused_at_start_up():
                        env={"TFMPI_AUTOTUNE": "1", name: value})
         assert r.returncode != 0
         assert f"invalid value '{value}' for {name}: {accepted}" in r.stdout, r.stdout
+    # Under tfmpirun the refusal comes from the start-up hook: one line per rank, no
+    # interpreter crash report.
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", "print('started')"], timeout=120,
+            env={"TFMPI_AUTOTUNE": "maybe"})
+    assert r.returncode != 0
+    assert "invalid value 'maybe' for TFMPI_AUTOTUNE" in r.stdout, r.stdout
+    assert "started" not in r.stdout and "Fatal Python error" not in r.stdout, r.stdout
+    assert "Traceback" not in r.stdout, r.stdout
+
+
+SKIP_DATA_SNIPPET = """
+import os
+import numpy as np, tfmpi
+tfmpi.init()
+r = tfmpi.rank()
+summed = tfmpi.allreduce(np.full(3, r + 1.0), op="sum", name="skip.sum")
+root = tfmpi.broadcast(np.full(2, r + 5.0), root=0, name="skip.bcast")
+gathered = tfmpi.allgather(np.full(1, r * 1.0), name="skip.gather")
+os.write(1, f"RANK {r} SUM {summed.tolist()} BCAST {root.tolist()} GATHER {gathered.tolist()}\\n".encode())
+tfmpi.shutdown()
+"""
+
+
+def test_skip_data_negotiates_but_moves_no_allreduce_data():
+    # Note [Skipping the data]: a diagnostic for exposed communication.
+    r = run_python(2, ["-c", SKIP_DATA_SNIPPET], timeout=120, env={"TFMPI_SKIP_DATA": "1"})
+    assert r.returncode == 0, r.stdout
+    assert "RANK 0 SUM [1.0, 1.0, 1.0] BCAST [5.0, 5.0] GATHER [0.0, 1.0]" in r.stdout, r.stdout
+    assert "RANK 1 SUM [2.0, 2.0, 2.0] BCAST [5.0, 5.0] GATHER [0.0, 1.0]" in r.stdout, r.stdout
+    assert "TFMPI_SKIP_DATA is set" in r.stdout
+    both = run_python(2, ["-c", "import tfmpi; tfmpi.init()"], timeout=120,
+                      env={"TFMPI_SKIP_DATA": "1", "TFMPI_AUTOTUNE": "1"})
+    assert both.returncode != 0
+    assert "TFMPI_SKIP_DATA and TFMPI_AUTOTUNE cannot be combined" in both.stdout, both.stdout
 
 
 def test_params_table_lists_every_knob():

@@ -32,4 +32,14 @@ _chain_load_shadowed()
 if os.environ.get("TFMPI_TRANSPARENT") == "1":
     from tfmpi.transparent import activate
 
-    activate()
+    try:
+        activate()
+    except SystemExit as e:
+        # Start-up refused (an invalid TFMPI_* value, printed already). Raised out
+        # of site's import, SystemExit would end in "Fatal Python error:
+        # init_import_site" and two tracebacks; end here instead, with its code.
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.code if isinstance(e.code, int) and e.code else 2)

@@ -1,7 +1,19 @@
 """Variable broadcast and gradient reduction, expressed with tfmpi's TensorFlow
 ops. Names come from tfmpi.transparent.naming (Note [Collective names]): the
 same on every rank running the same script, whatever each rank traced or
-touched before."""
+touched before.
+
+Note [Gradient buckets]
+By default a step's dense gradients go to the engine as one grouped op, which
+runs once the whole backward pass is done. With TFMPI_GRADIENT_BUCKET_BYTES=B
+they form buckets of about B bytes in reverse order (the backward pass makes
+the last layers' gradients first), each its own op; the ops wait only for
+their inputs (Note [Concurrent collectives], tensorflow/ops.py), so a bucket
+is reduced while the backward pass goes on. Each gradient is still summed
+alone over the ranks, so the math does not change. It is off by default:
+with one core per rank, the engine's reduction competes with the backward
+pass for that core (docs/performance.md, "Exposed communication").
+"""
 
 import contextlib
 import threading
@@ -94,13 +106,44 @@ def reduce_gradients(grads, weight):
                                       g.dense_shape)
     extra = riders.tensors if riders is not None else []
     if dense or extra:
-        reduced = tops.grouped_allreduce(dense + extra, op="sum",
-                                         names=naming.names("grad", len(dense) + len(extra)))
+        reduced = [None] * (len(dense) + len(extra))
+        for members in _buckets(dense, len(extra)):
+            done = tops.grouped_allreduce([(dense + extra)[j] for j in members], op="sum",
+                                          names=naming.names("grad", len(members)))
+            for j, r in zip(members, done):
+                reduced[j] = r
         for i, r in zip(dense_at, reduced):
             out[i] = r
         if riders is not None:
             riders.reduced = reduced[len(dense):]
     return out
+
+
+def _buckets(dense, riders):
+    """Index lists of the allreduces of dense gradients (and `riders` tensors
+    after them): one of all, or with TFMPI_GRADIENT_BUCKET_BYTES, buckets of
+    about that many bytes in reverse order (the backward pass makes the last
+    layers' gradients first), each its own op, so that a bucket can be reduced
+    while the backward pass goes on (Note [Gradient buckets]); the riders join
+    the last bucket, which waits for the first layers' gradients anyway."""
+    from tfmpi.transparent import state
+
+    limit = state.options.gradient_buckets if state.options is not None else 0
+    every = list(range(len(dense) + riders))
+    if not limit or len(dense) < 2:
+        return [every]
+    groups, current, size = [], [], 0
+    for j in reversed(range(len(dense))):
+        current.append(j)
+        n = dense[j].shape.num_elements()
+        size += (n or 0) * dense[j].dtype.size
+        if size >= limit:
+            groups.append(current)
+            current, size = [], 0
+    if current:
+        groups.append(current)
+    groups[-1] = groups[-1] + list(range(len(dense), len(dense) + riders))
+    return groups
 
 
 def allreduce_sum(tensors, role):

@@ -18,6 +18,7 @@ class Options:
     data_sharding: str = "elements"  # "files": each rank reads only its files (file_sharding.py)
     threads: str = "auto"            # "auto": thread pools sized to the rank's part of its host (threads.py)
     bind_cores: bool = False         # each rank keeps only its own CPUs (threads.py)
+    gradient_buckets: int = 0        # bytes per gradient allreduce in backward order; 0: one (collectives.py)
 
 
 def _bool(name, default):
@@ -63,6 +64,10 @@ def load():
     if data == "files" and mode == "per-rank":
         raise SystemExit("tfmpi: TFMPI_DATA_SHARDING=files (--data-sharding files) works with the "
                          "global batch mode only, not with TFMPI_BATCH_MODE=per-rank")
+    buckets = os.environ.get("TFMPI_GRADIENT_BUCKET_BYTES", "0").strip()
+    if not buckets.isdigit():
+        raise SystemExit(f"tfmpi: invalid value {buckets!r} for TFMPI_GRADIENT_BUCKET_BYTES: expected "
+                         "a whole number of bytes (0: one allreduce for all gradients)")
     return Options(batch_mode=mode,
                    all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
                    sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
@@ -74,4 +79,5 @@ def load():
                    input_sharding=_bool("TFMPI_INPUT_SHARDING", True),
                    data_sharding=data,
                    threads=threads,
-                   bind_cores=_bool("TFMPI_BIND_CORES", False))
+                   bind_cores=_bool("TFMPI_BIND_CORES", False),
+                   gradient_buckets=int(buckets))

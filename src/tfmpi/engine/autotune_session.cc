@@ -23,13 +23,14 @@ AutotuneSession::AutotuneSession(const EngineOptions& options, Communicator* com
       max_seconds_(options.autotune.max_seconds),
       min_window_seconds_(options.autotune.min_window_seconds),
       max_window_cycles_(options.autotune.max_window_cycles) {
-  if (!options.autotune.enabled) return;
-  enabled_ = true;
-  const AutotuneOptions& a = options.autotune;
   planning::TuningPoint start;
   start.message_elements = MessageElementsFor(options.max_message_elements, comm->size());
   start.direct_threshold = executor->fusion().direct_threshold;
   start.fusion_threshold = executor->fusion().fusion_threshold;
+  tuner_options_.start = start;  // reported as the settings in use when off
+  if (!options.autotune.enabled) return;
+  enabled_ = true;
+  const AutotuneOptions& a = options.autotune;
   tuner_options_ =
       planning::DefaultTunerOptions(start, !a.fixed_message, !a.fixed_direct, !a.fixed_fusion);
   tuner_options_.same_plan = [this](const planning::TuningPoint& x,
@@ -103,16 +104,23 @@ Status AutotuneSession::Apply(const planning::TuningPoint& point) {
 void AutotuneSession::Log(int cycles, double seconds, double bytes) {
   if (!log_) return;
   const planning::TuningPoint& p = tuner_->current();
-  fmt::print(log_, "{},{},{},{},{},{},{:.6f},{:.0f},{:.3f}\n", windows_, tuner_->phase(),
-             p.message_elements, p.direct_threshold, p.fusion_threshold, cycles, seconds, bytes,
-             seconds > 0 ? bytes / seconds / 1e9 : 0.0);
-  std::fflush(log_);
+  // Only rank 0 writes: nothing here may throw (fmt::print to a FILE* does on
+  // a short write), or rank 0 alone would leave the engine loop.
+  const std::string row =
+      fmt::format("{},{},{},{},{},{},{:.6f},{:.0f},{:.3f}\n", windows_, tuner_->phase(),
+                  p.message_elements, p.direct_threshold, p.fusion_threshold, cycles, seconds,
+                  bytes, seconds > 0 ? bytes / seconds / 1e9 : 0.0);
+  if (std::fputs(row.c_str(), log_) < 0 || std::fflush(log_) != 0) {
+    TFMPI_LOG_ERROR("autotune: writing TFMPI_AUTOTUNE_LOG failed; no more rows are written");
+    std::fclose(log_);
+    log_ = nullptr;
+  }
 }
 
 Status AutotuneSession::AfterBusyCycle(std::uint64_t bytes, double seconds,
                                        const std::vector<planning::FusionItem>& items) {
   if (!searching()) return Status::Ok();
-  Observe(items);
+  if (warmup_left_ < kWarmupChecks) Observe(items);
   if (first_cycle_) {
     started_ = Clock::now();
     first_cycle_ = false;
@@ -130,21 +138,27 @@ Status AutotuneSession::AfterBusyCycle(std::uint64_t bytes, double seconds,
     if (warmup_left_ == 0) StartSearch();
     return Status::Ok();
   }
-  const double mine[3] = {window_seconds_, static_cast<double>(bytes - window_start_bytes_),
-                          std::chrono::duration<double>(Clock::now() - started_).count()};
-  double all[3];  // the slowest rank's seconds, the largest bytes, the longest time
+  // The time bound as a fraction, so that ranks agree on it even if their
+  // TFMPI_AUTOTUNE_SECONDS differed.
+  const double mine[3] = {
+      window_seconds_, static_cast<double>(bytes - window_start_bytes_),
+      std::chrono::duration<double>(Clock::now() - started_).count() / std::max(max_seconds_, 1e-9)};
+  double all[3];  // the slowest rank's seconds, the largest bytes, the longest time used
   TFMPI_RETURN_IF_ERROR(comm_->Allreduce(mine, all, 3, DataType::kFloat64, ReduceOp::kMax));
-  if (all[0] < min_window_seconds_ && cycles_ < max_window_cycles_ && all[2] <= max_seconds_)
-    return Status::Ok();  // too short to measure yet (Note [Autotune windows])
+  const bool out_of_time = all[2] > 1;
+  // Too short to measure yet (Note [Autotune windows]); a window that moved
+  // no bytes (barriers only) is never scored.
+  if (!out_of_time && (all[0] < min_window_seconds_ || all[1] == 0) && cycles_ < max_window_cycles_)
+    return Status::Ok();
   const int window_cycles = cycles_;
   cycles_ = 0;
   window_seconds_ = 0;
   window_start_bytes_ = bytes;
   ++windows_;
   Log(window_cycles, all[0], all[1]);
-  bool changed = tuner_->Record(all[0] / std::max(all[1], 1.0));
-  const bool out_of_time = !tuner_->done() && all[2] > max_seconds_;
-  if (out_of_time) {
+  bool changed = all[1] > 0 && tuner_->Record(all[0] / all[1]);
+  const bool stopped = out_of_time && !tuner_->done();
+  if (stopped) {
     tuner_->Finish();
     changed = true;
   }
@@ -152,9 +166,9 @@ Status AutotuneSession::AfterBusyCycle(std::uint64_t bytes, double seconds,
   if (tuner_->done() && comm_->rank() == 0) {
     const bool kept = tuner_->best() == tuner_->start();
     Announce(fmt::format(
-        "autotune: {} after {} window{}{}{}: {} {}", out_of_time ? "stopped" : "done", windows_,
+        "autotune: {} after {} window{}{}{}: {} {}", stopped ? "stopped" : "done", windows_,
         windows_ == 1 ? "" : "s",
-        out_of_time ? fmt::format(" (TFMPI_AUTOTUNE_SECONDS={})", max_seconds_) : "",
+        stopped ? fmt::format(" (TFMPI_AUTOTUNE_SECONDS={})", max_seconds_) : "",
         tuner_->skipped() ? fmt::format(" ({} candidates skipped: the same MPI calls as their "
                                         "baseline in every cycle seen)",
                                         tuner_->skipped())

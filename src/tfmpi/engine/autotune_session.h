@@ -40,8 +40,11 @@ class AutotuneSession {
   // Busy cycles between checks (Note [Autotune windows]), and checks
   // discarded at the start (the first steps run slower: allocation, caches,
   // the response cache filling).
+  // Cycles are observed for SamePlan only after the first check: the first
+  // cycles run once (initial broadcasts, the traced step) and would make
+  // candidates look different that are the same in the steady state.
   static constexpr int kCheckCycles = 5;
-  static constexpr int kWarmupChecks = 1;
+  static constexpr int kWarmupChecks = 2;
 
   AutotuneSession(const EngineOptions& options, Communicator* comm, Executor* executor);
   ~AutotuneSession();

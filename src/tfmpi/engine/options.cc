@@ -52,15 +52,20 @@ const ParamRegistry& EngineParams() {
        "steps (each setting in turn, 3 windows of 5-50 busy cycles per value, timed on "
        "the slowest rank) and keep the fastest; settings set in the environment are not "
        "tuned, and the defaults stay unless a confirmation run measures the new settings "
-       "faster (Note [Autotune]).",
+       "faster (Note [Autotune]). Must be the same on every rank (tfmpirun passes it).",
        {}},
       {"TFMPI_AUTOTUNE_LOG", ParamType::kString, "", 0, 0, {},
        "With TFMPI_AUTOTUNE: a CSV file that rank 0 writes, one row per measured window "
        "(settings, seconds, bytes). Empty: none.",
        {}},
       {"TFMPI_AUTOTUNE_SECONDS", ParamType::kDouble, "120", 1, 86400, {},
-       "With TFMPI_AUTOTUNE: the search stops after this many seconds of training and keeps "
-       "the best settings found so far.",
+       "With TFMPI_AUTOTUNE: the search stops after this many seconds of training (the "
+       "longest of any rank) and keeps the defaults unless its confirmation already ended.",
+       {}},
+      {"TFMPI_SKIP_DATA", ParamType::kBool, "0", 0, 0, {},
+       "Diagnostic: allreduces are negotiated but move no data (each rank keeps its own "
+       "values, so training is wrong); the step time with it, against without, is the "
+       "communication a step exposes. Not with TFMPI_AUTOTUNE.",
        {}},
       {"TFMPI_LOG_LEVEL", ParamType::kChoice, "warning", 0, 0,
        {"trace", "debug", "info", "warning", "error", "off"},
@@ -95,6 +100,11 @@ Status ResolveEngineOptions(const EnvLookup& lookup, EngineOptions* out) {
   out->autotune.fixed_message = out->max_message_elements != 0;
   out->autotune.fixed_direct = v["TFMPI_DIRECT_THRESHOLD"].from_environment;
   out->autotune.fixed_fusion = v["TFMPI_FUSION_THRESHOLD"].from_environment;
+  out->skip_data = v["TFMPI_SKIP_DATA"].b;
+  if (out->skip_data && out->autotune.enabled)
+    return Status::InvalidArgument(
+        "TFMPI_SKIP_DATA and TFMPI_AUTOTUNE cannot be combined: the search agrees on its "
+        "measurements through an allreduce, which TFMPI_SKIP_DATA turns into a no-op");
   return Status::Ok();
 }
 

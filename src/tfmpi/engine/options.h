@@ -35,6 +35,7 @@ struct EngineOptions {
   std::size_t max_message_elements = 0;  // 0: MessageElementsFor picks (Note [Message size])
   LogLevel log_level = LogLevel::kWarning;
   AutotuneOptions autotune;
+  bool skip_data = false;  // diagnostic: Note [Skipping the data], runtime/mpi_factory.cc
 };
 
 // The registry of every TFMPI_* knob the engine reads.

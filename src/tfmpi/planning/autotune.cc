@@ -55,7 +55,10 @@ bool SamePlan(const std::vector<std::vector<FusionItem>>& cycles, const TuningPo
       if (first.kind == CollectiveKind::kAllgather) return false;
       std::size_t bytes = 0;
       for (std::size_t i : group) bytes += items[i].bytes;
-      if (bytes / DataTypeSize(first.dtype) > shorter) return false;  // chunked differently
+      // Broadcasts go to the transport as bytes (Executor::RunBroadcast).
+      const std::size_t count =
+          first.kind == CollectiveKind::kBroadcast ? bytes : bytes / DataTypeSize(first.dtype);
+      if (count > shorter) return false;  // chunked differently
     }
   }
   return true;
@@ -168,7 +171,10 @@ bool Tuner::Record(double score) {
     return current_ != before;
   }
   window_scores_.push_back(score);
-  if (window_scores_.size() < static_cast<std::size_t>(options_.samples)) return false;
+  const bool rejected = next_value_ > 0 && window_scores_.size() == 1 &&
+                        score > baseline_score_ * options_.reject_factor;
+  if (!rejected && window_scores_.size() < static_cast<std::size_t>(options_.samples))
+    return false;
   const double m = Median(window_scores_);
   window_scores_.clear();
   if (next_value_ == 0) {
@@ -183,11 +189,14 @@ bool Tuner::Record(double score) {
 }
 
 void Tuner::Finish() {
-  // Confirmation (complete, or stopped with samples of both): the new point
-  // stays only if it measured faster than the start by min_gain.
-  if (!done_ && phase_ == "confirm" && !confirm_start_.empty() && !confirm_best_.empty() &&
-      !(Median(confirm_best_) < Median(confirm_start_) * (1 - options_.min_gain)))
-    best_ = options_.start;
+  // A point other than the start stays only after a complete confirmation
+  // measured it faster by min_gain; stopped earlier (the time bound), the
+  // search keeps the start.
+  const std::size_t n = static_cast<std::size_t>(options_.samples);
+  const bool confirmed = phase_ == "confirm" && confirm_start_.size() >= n &&
+                         confirm_best_.size() >= n &&
+                         Median(confirm_best_) < Median(confirm_start_) * (1 - options_.min_gain);
+  if (!done_ && !confirmed) best_ = options_.start;
   done_ = true;
   phase_ = "done";
   current_ = best_;

@@ -12,21 +12,27 @@
 // rank's execution seconds per byte. Every rank
 // feeds that score to its own Tuner, which is deterministic, so all ranks
 // switch to the same settings before the same cycle: the groups and MPI calls
-// of a cycle keep matching across ranks. The settings never change a value:
-// fusion only packs tensors side by side, and a chunked allreduce sums the
-// same elements as one call (Note [Message size]).
+// of a cycle keep matching across ranks. Results stay the same on every rank
+// and equal up to rounding: fusion only packs tensors side by side, and a
+// chunked allreduce sums the same elements as one call (Note [Message size]),
+// though MPI may pick another algorithm, summing in another order, for
+// another message size. TFMPI_AUTOTUNE must be the same on every rank
+// (tfmpirun passes the environment to every rank): only ranks that search
+// issue the window checks.
 //
 // The search is a coordinate search, one setting at a time, in the order
 // message size, direct threshold, fusion threshold. For each setting, the
 // current best point is measured again first (the machine's speed drifts, so
 // candidates are compared with a baseline measured next to them), then every
 // other candidate value; each point gets `samples` windows and its score is
-// their median. A candidate replaces the baseline only if it is at least
-// `min_gain` faster. Then, if the best point differs from the starting one,
+// their median, except a candidate whose first window is `reject_factor`
+// times slower than the baseline, which is dropped after it. A candidate
+// replaces the baseline only if it is at least `min_gain` faster. Then, if the best point differs from the starting one,
 // a confirmation phase alternates the two, `samples` windows each, and keeps
 // the new point only if it is still `min_gain` faster there: autotune never
 // settles on settings it measured slower than the defaults. A time bound
-// (enforced by the engine through Finish()) keeps the best point so far.
+// (enforced by the engine through Finish()) ends the search with the start
+// point unless a complete confirmation already kept another.
 //
 // A candidate that would run exactly the same MPI calls as the baseline in
 // every cycle seen so far (SamePlan: the same fusion groups, and no collective
@@ -67,6 +73,9 @@ struct TunerOptions {
   std::vector<std::size_t> fusion_thresholds;
   int samples = 3;        // windows per point
   double min_gain = 0.03;  // a change must be this much faster (fraction of the score)
+  // A candidate whose first window is this many times slower than its
+  // baseline's median gets no more windows (bad candidates cost the job time).
+  double reject_factor = 1.25;
   // Whether two points run the same calls (nullptr: never assumed).
   std::function<bool(const TuningPoint&, const TuningPoint&)> same_plan;
 };
@@ -89,14 +98,15 @@ class Tuner {
   const TuningPoint& start() const { return options_.start; }
   bool done() const { return done_; }
   // The point kept so far (after done(): the one to run with).
-  const TuningPoint& best() const { return best_; }
+  const TuningPoint& best() const { return best_; }  // before done(): the best so far
   const std::string& phase() const { return phase_; }  // "message size", ..., "confirm", "done"
   int skipped() const { return skipped_; }  // candidates not measured (same plan)
 
   // Records the score of one window run with current(): lower is better
   // (seconds per byte). Returns true when current() changed.
   bool Record(double score);
-  // Stops the search (time bound): current() becomes best().
+  // Stops the search (time bound): current() becomes the start point unless
+  // a complete confirmation kept another.
   void Finish();
 
  private:
