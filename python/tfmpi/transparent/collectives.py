@@ -21,7 +21,7 @@ import threading
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import naming
+from tfmpi.transparent import naming, state
 
 _riders = threading.local()
 
@@ -126,8 +126,6 @@ def _buckets(dense, riders):
     layers' gradients first), each its own op, so that a bucket can be reduced
     while the backward pass goes on (Note [Gradient buckets]); the riders join
     the last bucket, which waits for the first layers' gradients anyway."""
-    from tfmpi.transparent import state
-
     limit = state.options.gradient_buckets if state.options is not None else 0
     every = list(range(len(dense) + riders))
     if not limit or len(dense) < 2:

@@ -75,16 +75,32 @@ AutotuneState AutotuneSession::state() const {
   return s;
 }
 
+namespace {
+
+// Whether `seen` is `items` without its error items (they run no call).
+bool SameCalls(const std::vector<planning::FusionItem>& seen,
+               const std::vector<planning::FusionItem>& items) {
+  std::size_t k = 0;
+  for (const planning::FusionItem& it : items) {
+    if (it.error) continue;
+    if (k == seen.size() || !(seen[k] == it)) return false;
+    ++k;
+  }
+  return k == seen.size();
+}
+
+}  // namespace
+
 void AutotuneSession::Observe(const std::vector<planning::FusionItem>& items) {
   if (cycles_seen_.size() >= kMaxCyclesSeen) return;
-  std::vector<planning::FusionItem> ran;  // error items run no call
+  // A repeated cycle (the usual case) is recognised without a copy.
+  for (const auto& seen : cycles_seen_)
+    if (SameCalls(seen, items)) return;
+  std::vector<planning::FusionItem> ran;
   ran.reserve(items.size());
   for (const planning::FusionItem& it : items)
     if (!it.error) ran.push_back(it);
-  if (ran.empty()) return;
-  for (const auto& seen : cycles_seen_)
-    if (seen == ran) return;
-  cycles_seen_.push_back(std::move(ran));
+  if (!ran.empty()) cycles_seen_.push_back(std::move(ran));
 }
 
 void AutotuneSession::StartSearch() {
@@ -121,10 +137,7 @@ Status AutotuneSession::AfterBusyCycle(std::uint64_t bytes, double seconds,
                                        const std::vector<planning::FusionItem>& items) {
   if (!searching()) return Status::Ok();
   if (warmup_left_ < kWarmupChecks) Observe(items);
-  if (first_cycle_) {
-    started_ = Clock::now();
-    first_cycle_ = false;
-  }
+  if (started_ == Clock::time_point{}) started_ = Clock::now();
   window_seconds_ += seconds;
   ++cycles_;
   if (++unchecked_ < kCheckCycles) return Status::Ok();

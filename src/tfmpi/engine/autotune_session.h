@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <optional>
 
 #include "tfmpi/engine/executor.h"
 #include "tfmpi/engine/options.h"
@@ -79,14 +78,13 @@ class AutotuneSession {
   std::unique_ptr<planning::Tuner> tuner_;  // made once the warm-up cycles were seen
   std::vector<std::vector<planning::FusionItem>> cycles_seen_;  // no error items
   std::FILE* log_ = nullptr;  // rank 0's CSV
-  Clock::time_point started_;
+  Clock::time_point started_{};  // the first busy cycle's; unset before it
   int cycles_ = 0;             // busy cycles in this window
   int unchecked_ = 0;          // busy cycles since the last check
   std::uint64_t window_start_bytes_ = 0;
   double window_seconds_ = 0;
   std::uint64_t windows_ = 0;  // measured (after warm-up)
   int warmup_left_ = kWarmupChecks;
-  bool first_cycle_ = true;
 };
 
 }  // namespace tfmpi
