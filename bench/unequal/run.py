@@ -3,6 +3,7 @@ becomes busy mid-run. One command, one run, on emulated hosts (tests/cluster;
 needs root):
 
     python bench/unequal/run.py [--steps 40] [--batch 1536] [--docs docs]
+                                [--batch-mode per-rank]
 
 Static case: a pool of 5 hosts of which the job wants 4; host 1 has 25% of a
 full host's CPU, host 3 50%, host 4 is a full spare. Default placement (the
@@ -44,7 +45,11 @@ def launch(cluster, np_, out, args, placement=None, shares="adaptive", when_half
     cmd = ["tfmpirun", "-np", str(np_), *cluster.tfmpirun_args()]
     if placement:
         cmd += ["--placement", placement]
-    cmd += [sys.executable, JOB, out, str(args.steps), str(args.batch)]
+    steps, batch = args.steps, args.batch
+    if args.batch_mode == "per-rank":  # the same steps of `batch` samples, dealt as np_ batches
+        cmd += ["--batch-mode", "per-rank"]
+        steps, batch = steps * np_, batch // np_
+    cmd += [sys.executable, JOB, out, str(steps), str(batch)]
     for stale in (out, out + ".progress", out + ".shares"):  # from an earlier run in this --work
         if os.path.exists(stale):
             os.remove(stale)
@@ -119,6 +124,12 @@ def dynamic_case(args, work):
     return runs
 
 
+def _image(what, args):
+    """unequal-<what>.png; unequal-per-rank-<what>.png for per-rank batch mode."""
+    mode = "per-rank-" if getattr(args, "batch_mode", "global") == "per-rank" else ""
+    return f"unequal-{mode}{what}.png"
+
+
 def plot(static, dynamic, args, img):
     import matplotlib
     matplotlib.use("Agg")
@@ -138,7 +149,7 @@ def plot(static, dynamic, args, img):
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(img, "unequal-step-times.png"), dpi=90)
+    fig.savefig(os.path.join(img, _image("step-times", args)), dpi=90)
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     for ax, run, title in ((a, static["aware"], "aware placement (hosts 0, 2, 3, 4)"),
@@ -152,7 +163,7 @@ def plot(static, dynamic, args, img):
         ax.set(title=title, xlabel="step", ylabel="share of each batch", ylim=(0, 0.5))
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(img, "unequal-shares.png"), dpi=90)
+    fig.savefig(os.path.join(img, _image("shares", args)), dpi=90)
 
 
 def report(static, dynamic, args):
@@ -162,6 +173,7 @@ def report(static, dynamic, args):
     d, a = static["default"], static["aware"]
     steady = lambda run: sum(run["steps"][1:])  # noqa: E731
     bound = static["bound"] * (args.steps - 1) / args.steps
+    print(f"\nbatch mode: {getattr(args, 'batch_mode', 'global')}")
     print(f"\n| static, {args.steps} steps of {args.batch} | job (s) | steps 2-{args.steps} (s) "
           f"| mean step (s) | steps vs default |")
     print("|---|---|---|---|---|")
@@ -209,6 +221,9 @@ def main():
     p.add_argument("--batch", type=int, default=1536)
     p.add_argument("--dynamic-steps", type=int, default=80,
                    help="steps of the dynamic case (the load starts half-way)")
+    p.add_argument("--batch-mode", choices=["global", "per-rank"], default="global",
+                   help="per-rank: each step's batch is 4 per-rank batches of a quarter, dealt "
+                        "by speed with adaptive shares (docs/transparent.md, \"Per-rank batches\")")
     p.add_argument("--docs", default=os.path.join(HERE, "..", "..", "docs"))
     p.add_argument("--work", default=None, help="folder for the runs' files (default: a temp folder)")
     p.add_argument("--only", choices=["dynamic"],
@@ -216,6 +231,8 @@ def main():
     p.add_argument("--report-only", action="store_true",
                    help="print the tables and draw the plots again from <work>/results.json")
     args = p.parse_args()
+    if args.batch_mode == "per-rank" and args.batch % 4:
+        p.error("--batch-mode per-rank needs a --batch that is a multiple of 4 (4 ranks' batches)")
     try:
         import matplotlib  # noqa: F401  (the plots; checked before minutes of runs)
     except ImportError:
@@ -224,6 +241,7 @@ def main():
         static, dynamic = load_results(args.work)
         saved = json.load(open(os.path.join(args.work, "results.json"))).get("args", {})
         args.steps, args.batch = saved.get("steps", args.steps), saved.get("batch", args.batch)
+        args.batch_mode = saved.get("batch_mode", "global")
         report(static, dynamic, args)
         plot(static, dynamic, args, os.path.join(args.docs, "img"))
         return
@@ -238,7 +256,8 @@ def main():
     else:
         static = static_case(args, work)
     dynamic = dynamic_case(args, work)
-    json.dump({"args": {"steps": args.steps, "batch": args.batch, "dynamic_steps": args.dynamic_steps},
+    json.dump({"args": {"steps": args.steps, "batch": args.batch, "dynamic_steps": args.dynamic_steps,
+                        "batch_mode": args.batch_mode},
                "static": {k: v for k, v in static.items() if k not in ("default", "aware")},
                "runs": {n: {k: v for k, v in r.items() if k != "output"}
                         for n, r in [("default", static["default"]), ("aware", static["aware"]),

@@ -62,3 +62,27 @@ def test_aware_run_gives_the_slow_host_less_and_matches_one_process(unequal_host
     # of 5 and 20 s on the fast host; one gave the slow host 0.51 of the batch for a window.)
     done = [sum(h["samples"][r] for h in history) for r in (0, 1)]
     assert history and done[1] < 0.4 * sum(done), history
+
+
+def test_per_rank_batches_dealt_by_speed_match_one_process_with_both(unequal_hosts, tmp_path):
+    # Per-rank batch mode (Note [Batches by shares], python/tfmpi/transparent/per_rank.py):
+    # each step's two batches of 96 are cut by the measured speeds, so the slow host
+    # trains on fewer samples, and the run is one process's with batches of 192.
+    pytest.importorskip("tensorflow", reason="training needs TensorFlow")
+    pytest.importorskip("sklearn", reason="the fidelity scripts train on scikit-learn's digits")
+    (tmp_path / "ref").mkdir()
+    ref = fidelity_check.reference(["train_cnn.py", "192"], {}, tmp_path / "ref")
+    out = tmp_path / "run"
+    out.mkdir()
+    log = tmp_path / "shares.json"
+    env = {"TFMPI_SHARES_LOG": str(log), "TFMPI_REBALANCE_STEPS": "4"}
+    r = fidelity_check.launch(["tfmpirun", "-np", "2", "--placement", "aware", "--batch-mode",
+                               "per-rank", *unequal_hosts.tfmpirun_args()],
+                              ["train_cnn.py", "96"], out, env, timeout=900)
+    assert r.returncode == 0, r.stdout
+    fidelity_check.assert_matches(ref, out, 2, r.stdout)
+    shares = json.load(open(log))
+    assert shares["initial"][1] < 0.4, shares["initial"]
+    history = shares["history"]
+    done = [sum(h["samples"][r] for h in history) for r in (0, 1)]
+    assert history and done[1] < 0.4 * sum(done), history

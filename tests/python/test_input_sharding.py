@@ -129,6 +129,22 @@ def test_per_rank_mode_decodes_only_the_dealt_batches(keras_line, tmp_path):
         assert decoded[0][tag] + decoded[1][tag] == {i: 1 for i in range(N_SAMPLES)}, tag
 
 
+
+@pytest.mark.parametrize("keras_line", ["keras3", "tf_keras"])
+def test_per_rank_mode_by_shares_decodes_only_the_rows_of_its_slices(keras_line, tmp_path):
+    # Note [Batches by shares] (per_rank.py): fit's steps take 2 batches of 20
+    # together, cut 10 / 30 by the pinned shares; each rank decodes only its rows.
+    prelude, env = flavour_of(keras_line)
+    r = run(["tfmpirun", "-np", "2", sys.executable, "-c", prelude + SCRIPT, str(tmp_path)], 300,
+            env={**QUIET, **env, "TFMPI_BATCH_MODE": "per-rank", "TFMPI_SHARES": "adaptive",
+                 "TFMPI_PROBE_SPEEDS": "1,3", "TFMPI_REBALANCE_STEPS": "0"})
+    assert r.returncode == 0, r.stdout
+    decoded = _decoded(tmp_path, 2)
+    total = decoded[0]["fit"] + decoded[1]["fit"]
+    assert sum(total.values()) == 10 * BATCH * EPOCHS and max(total.values()) <= EPOCHS, total
+    assert sum(decoded[0]["fit"].values()) == 5 * 10 * EPOCHS
+    assert sum(decoded[1]["fit"].values()) == 5 * 30 * EPOCHS
+
 READER_SCRIPT = """
 import json, os, sys
 import numpy as np, tensorflow as tf, keras

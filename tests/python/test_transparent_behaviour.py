@@ -151,7 +151,8 @@ def test_batch_modes_steps_per_epoch(flavour, mode, np_, steps):
     assert f"STEPS [{steps}, {steps}]" in r.stdout, r.stdout
 
 
-DEFERRED = """
+# Data every rank and the 1-process run make alike; a script writes rank-R.json in argv[1].
+SMALL_DATA = """
 import json, os, sys
 import numpy as np
 rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
@@ -159,6 +160,9 @@ keras.utils.set_random_seed(4)
 rng = np.random.default_rng(0)
 x = rng.normal(size=(192, 5)).astype("float32")
 y = (x[:, :1] * 0.7 - x[:, 1:2]).astype("float32")
+"""
+
+DEFERRED = SMALL_DATA + """
 model = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
 model.compile(keras.optimizers.SGD(0.05), "mse")
 history = model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0).history
@@ -168,11 +172,11 @@ json.dump({"loss": [float(v) for v in history["loss"]],
 """
 
 
-def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, tmp_path):
-    # No input shape: the weights are created inside the first training step, after
-    # fit made its train function (tf_keras' model.variables raises until then)
+def _trains_as_one_process(flavour, body, tmp_path):
+    """`body` (writing {"loss": [...], "weights": [...]} to rank-R.json in argv[1])
+    under tfmpirun -np 2 gives every rank the 1-process run's losses and weights."""
     import json
-    code, env = script(flavour, DEFERRED), {**QUIET, **flavour[1]}
+    code, env = script(flavour, body), {**QUIET, **flavour[1]}
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
     one = run([sys.executable, "-c", code, str(tmp_path / "one")], 300, env=env)
@@ -186,6 +190,29 @@ def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, tmp_path
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         for a, b in zip(got["weights"], ref["weights"]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
+
+
+def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, tmp_path):
+    # No input shape: the weights are created inside the first training step, after
+    # fit made its train function (tf_keras' model.variables raises until then)
+    _trains_as_one_process(flavour, DEFERRED, tmp_path)
+
+
+FIT_THEN_BATCH = SMALL_DATA + """
+model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse")
+model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+loss = float(model.train_on_batch(x[:48], y[:48]))  # the train function traced anew
+json.dump({"loss": [loss], "weights": [w.tolist() for w in model.get_weights()]},
+          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_train_on_batch_after_fit_trains_as_one_process(flavour, tmp_path):
+    # train_on_batch traces fit's train function again; the batch check's counter
+    # for it used to be created inside that trace, which tf.function refuses.
+    _trains_as_one_process(flavour, FIT_THEN_BATCH, tmp_path)
 
 
 PREDICT = """

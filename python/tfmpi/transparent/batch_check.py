@@ -32,7 +32,9 @@ CAUSES = (
     "ranks after it is read. Likely causes: a tf.data pipeline with deterministic=False (or "
     "options.deterministic = False), files listed in a different order on each host (sort "
     "the file list), or data shuffled or augmented with randomness that is not seeded (e.g. "
-    "np.random.default_rng() without a seed) before it reaches Keras. "
+    "np.random.default_rng() without a seed) before it reaches Keras. In per-rank batch "
+    "mode, fit puts the ranks' batches together, so a script that reads different data on "
+    "each rank needs TFMPI_SHARES=equal (whole batches, unchecked). "
     "TFMPI_BATCH_CHECK_INTERVAL=0 turns this check off.")
 
 _counters = {}  # loop name -> tf.Variable int64 [pass, step]
@@ -80,9 +82,13 @@ def _counter(loop):
 
 
 def loop_started(loop):
-    """A Keras loop (fit, evaluate, ...) begins: its passes are counted from 1."""
-    if enabled() and loop in _counters:
-        _counters[loop].assign([0, 0])
+    """A Keras loop (fit, evaluate, ...) begins: its passes are counted from 1.
+    Its counter is made here, eagerly, if it is new: made while Keras traces
+    the step again (train_on_batch after fit traces fit's train function
+    anew), it would be a variable created by a later trace, which tf.function
+    refuses."""
+    if enabled():
+        _counter(loop).assign([0, 0])
 
 
 def pass_started():
@@ -93,8 +99,9 @@ def pass_started():
         v.assign([int(v[0]) + 1, 0])
 
 
-def graph_check(data, split=None):
-    """Inside a step Keras compiles: check the global batch `data` when due.
+def graph_check(data, split=None, when=None):
+    """Inside a step Keras compiles: check the global batch `data` when due
+    (and `when`, a bool tensor every rank computes alike, holds).
     For a slice a sharded pipeline made (input_sharding.py), `split` is its
     [lo, size, B, fingerprint of the undecoded global batch]: the
     fingerprints are compared and the slices must partition the batch."""
@@ -131,7 +138,8 @@ def graph_check(data, split=None):
         with tf.control_dependencies(checks):
             return tf.constant(0)
 
-    tf.cond(_due(step), compare, lambda: tf.constant(0))
+    due = _due(step) if when is None else tf.logical_and(_due(step), when)
+    tf.cond(due, compare, lambda: tf.constant(0))
 
 
 class EagerCheck:

@@ -61,10 +61,26 @@ def split_variable():
     return _variable("split", [0, 0, 0], tf.int64, "tfmpi_split")
 
 
-def record_split(split):
-    """This rank holds rows [start, start + size) of a batch of `total`."""
+def batches_per_step_variable():
+    """How many ranks' batches a training batch holds: N while fit deals
+    per-rank batches by shares (Note [Batches by shares], per_rank.py); 1 in
+    train_on_batch, where each rank holds a batch of its own."""
+    return _variable("batches_per_step", 1.0, tf.float32, "tfmpi_batches_per_step")
+
+
+def set_batches_per_step(n):
+    """Training batches hold `n` ranks' batches from now on (set eagerly,
+    before the step is traced: a variable made by a later trace is refused)."""
+    batches_per_step_variable().assign(float(n))
+
+
+def record_split(split, per_rank=False):
+    """This rank holds rows [start, start + size) of a batch of `total`. A
+    "sum" loss is scaled to the batch's sum (1 / weight), or in a `per_rank`
+    training step to 1/N of it (Note [Batches by shares], per_rank.py)."""
     weight_variable().assign(split.weight)
-    sum_scale_variable().assign(tf.math.divide_no_nan(1.0, split.weight))
+    parts = float(state.size) if per_rank else 1.0
+    sum_scale_variable().assign(tf.math.divide_no_nan(1.0, parts * split.weight))
     split_variable().assign(tf.stack([split.start, split.size, split.total]))
 
 
@@ -165,8 +181,11 @@ def leading_dim(data):
     return None if t is None else _rows(t)
 
 
-def slice_batch(data):
-    """This rank's slice of every batched tensor in `data`, and its Split.
+def slice_batch(data, whole=None):
+    """This rank's slice of every batched tensor in `data`, and its Split;
+    where `whole` (a bool tensor) holds, the whole batch, weighted 1/N (a
+    batch of this rank's own in per-rank mode, Note [Batches by shares],
+    per_rank.py).
 
     Works eagerly and in graph mode. Returns (data, None) when nothing in
     `data` has a batch dimension.
@@ -176,6 +195,8 @@ def slice_batch(data):
         return data, None
     batch = _rows(first)
     start, size = slice_bounds(batch)
+    if whole is not None:
+        start, size = tf.where(whole, tf.zeros_like(start), start), tf.where(whole, batch, size)
 
     def cut(t):
         if isinstance(t, (tf.Tensor, tf.RaggedTensor)) and t.shape.rank != 0:
@@ -183,5 +204,7 @@ def slice_batch(data):
         return t
 
     weight = tf.math.divide_no_nan(tf.cast(size, tf.float32), tf.cast(batch, tf.float32))
+    if whole is not None:
+        weight = tf.where(whole, tf.constant(1.0 / state.size), weight)
     static = tf.compat.dimension_value(first.shape[0])
     return tf.nest.map_structure(cut, data), Split(start, size, batch, weight, static)

@@ -297,6 +297,23 @@ def rewrite_dealt(plan, batches):
     return reapply_after(plan, stream.map(lambda data, info: data)), count
 
 
+def rewrite_grouped(plan, batches):
+    """Per-rank batch mode dealing by shares (Note [Batches by shares],
+    per_rank.py): the script's batches N at a time as one batch, each rank
+    decoding only the rows of its slice; as an input_sharding.Pass (cut with
+    the shares of each pass), and how many steps that is. Like per_rank.group,
+    the last batches % N of an epoch are dropped."""
+    n, size = state.size, plan.batch_size
+    order, steps = plan.order, None
+    if batches is not None:
+        steps = batches // n
+        if steps == 0:
+            raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't be "
+                             f"dealt to {n} ranks")
+        order = order.take(steps * n * size)  # a tf.data pipeline holds one epoch
+    return Pass(plan._replace(order=order, batch_size=n * size)), steps
+
+
 def plan_for(dataset):
     """The Plan for `dataset`, or None (the reason said once, where there is one).
     With --data-sharding files, a file_sharding.Plan where the pipeline reads

@@ -1,18 +1,52 @@
 """Per-rank batch mode (TFMPI_BATCH_MODE=per-rank): each rank trains on whole
-batches of its own, global batch N*B.
+batches of its own, global batch N*B; with adaptive work shares (the default),
+fit deals a step's N batches by speed instead (Note [Batches by shares],
+below).
 
-model.fit's training batches are dealt round-robin: rank i takes batches
-i, i+N, i+2N, ... of the batches the script's data produces, and every rank
-runs the same number of steps (the last num_batches % N batches of an epoch
-are dropped), so no rank waits for data another rank never has. Evaluation and
-prediction split each batch as in global-batch mode (steps.py; metrics stay
-exact), and a pipeline input_sharding.py can rewrite is sharded by elements there.
-Custom loops that iterate a batched tf.data dataset eagerly get the same
-round-robin deal (deal_batches). A pipeline input_sharding.py can rewrite
-decodes only the batches the rank is dealt. Gradients are averaged with equal weights.
+With TFMPI_SHARES=equal, model.fit's training batches are dealt round-robin:
+rank i takes batches i, i+N, i+2N, ... of the batches the script's data
+produces, and every rank runs the same number of steps (the last num_batches %
+N batches of an epoch are dropped), so no rank waits for data another rank
+never has. Evaluation and prediction split each batch as in global-batch mode
+(steps.py; metrics stay exact), and a pipeline input_sharding.py can rewrite
+is sharded by elements there. Custom loops that iterate a batched tf.data
+dataset eagerly get the same round-robin deal (deal_batches). A pipeline
+input_sharding.py can rewrite decodes only the batches the rank is dealt.
+Gradients are averaged with equal weights.
+
+Note [Batches by shares]
+With adaptive work shares (TFMPI_SHARES, the default), fit's training steps
+deal by speed instead, as LB-BSP does: the N batches a step's ranks would be
+dealt (i, i+1, ..., i+N-1 of the script's data) are put together, and rank r
+trains on its share of those N*B samples (shares.py), so a slow rank gets
+fewer. Gradients are weighted by slice size, s_r / (N*B). Each rank's loss is
+the mean over its slice, so sum_r (s_r / (N*B)) g_r is the gradient of the
+mean over the N*B samples: with equal batches it is (1/N) sum_r g_r of the
+mean over each B, the same number (where a step's batches are all of B: a step
+holding a short last batch is the mean over its samples, as one process with
+batches of N*B computes it, not the mean of the batches' means). A loss with
+reduction "sum" is scaled by B / s_r on the slice (1 / (N w_r), not N*B / s_r
+as in global-batch mode), giving (1/N) sum_r of the per-batch sums, as with
+equal batches.
+
+The train function is fit's and train_on_batch's alike, but train_on_batch is
+not dealt: each rank holds a batch of its own. So the step reads
+state.batches_per_step, N while fit's training iterator holds the ranks'
+batches put together (it sets it) and 1 from the start of a train_on_batch
+(steps.mark_loops); at 1 the rank keeps its whole batch, weighted 1/N,
+unchecked, as with equal batches. Evaluation steps do not read it.
+
+The samples of each step are the same as with equal batches, and with equal
+shares rank r holds exactly batch i+r. What changes once shares differ: which
+rank computes which sample (each rank's randomness draws for its own rows, as
+before); per-slice statistics such as BatchNormalization's moments, over s_r
+rows instead of B; and a loss a script's train_step computes by hand that is
+not a mean over the rows (a reduce_sum), which follows the slice sizes, as in
+global-batch mode. Custom loops keep equal batches. fit's training batches are
+checked for agreement (batch_check.py): every rank must read the same data.
 """
 
-from tfmpi.transparent import input_sharding, loops, state, versions
+from tfmpi.transparent import batching, input_sharding, loops, state, versions
 
 
 UNKNOWN_EPOCH = (
@@ -21,20 +55,73 @@ UNKNOWN_EPOCH = (
     "size (numpy arrays, a dataset with known cardinality)")
 
 
-def deal(dataset, batches):
+def _whole_steps(dataset, batches, epochs):
+    """The first (batches // N) * N batches of each of the `epochs` epochs of
+    `dataset` (which holds them one after another), and batches // N."""
+    steps = batches // state.size
+    if steps == 0:
+        raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't be "
+                         f"dealt to {state.size} ranks")
+    keep = steps * state.size
+    if epochs == 1:
+        return dataset.take(keep), steps
+    return dataset.enumerate().filter(lambda i, e: i % batches < keep).map(lambda i, e: e), steps
+
+
+def deal(dataset, batches, epochs=1):
     """Rank i's batches i, i+N, ... of `dataset`, and how many that is per rank.
 
-    With `batches` known, the last batches % N are dropped, so every rank runs
-    the same number of steps; with None (an endless dataset) every rank draws
-    from its shard for as long as the caller runs.
+    With `batches` known, the last batches % N of an epoch are dropped, so
+    every rank runs the same number of steps (`epochs`: how many epochs the
+    dataset holds one after another, as tf_keras makes one of arrays); with
+    None (an endless dataset) every rank draws from its shard for as long as
+    the caller runs.
     """
     if batches is None:
         return dataset.shard(state.size, state.rank), None
-    per_rank = batches // state.size
-    if per_rank == 0:
-        raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't be "
-                         f"dealt to {state.size} ranks")
-    return dataset.take(per_rank * state.size).shard(state.size, state.rank), per_rank
+    dataset, steps = _whole_steps(dataset, batches, epochs)
+    return dataset.shard(state.size, state.rank), steps
+
+
+def by_shares():
+    """True where fit's training steps deal by work shares (Note [Batches by shares])."""
+    return (state.size > 1 and state.options.batch_mode == "per-rank"
+            and state.options.shares == "adaptive")
+
+
+def _merged(t):
+    """A ragged-batched component [N, (B), ...] as the N batches end to end."""
+    import tensorflow as tf
+
+    if isinstance(t, tf.RaggedTensor):
+        return t.merge_dims(0, 1)
+    return tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0))
+
+
+def group(dataset, batches, epochs=1):
+    """The batches of `dataset` N at a time, put end to end (Note [Batches by
+    shares]): step k's batch is batches kN ... kN+N-1; and how many steps that
+    is. As deal(): with `batches` known, the last batches % N of an epoch are
+    dropped."""
+    import tensorflow as tf
+
+    steps = None
+    if batches is not None:
+        dataset, steps = _whole_steps(dataset, batches, epochs)
+    kinds = {type(spec).__name__ for spec in tf.nest.flatten(dataset.element_spec)}
+    if not kinds <= {"TensorSpec", "RaggedTensorSpec"}:
+        raise ValueError(
+            "tfmpi: per-rank batch mode deals fit's batches by speed (TFMPI_SHARES=adaptive) by "
+            "putting a step's batches together, which needs dense or ragged tensors; this data "
+            f"holds {', '.join(sorted(kinds - {'TensorSpec', 'RaggedTensorSpec'}))}. Set "
+            "TFMPI_SHARES=equal to deal whole batches instead")
+    grouped = dataset.ragged_batch(state.size, drop_remainder=True)
+    spec = grouped.element_spec
+
+    def merge(*element):
+        return tf.nest.pack_sequence_as(spec, [_merged(t) for t in tf.nest.flatten(element)])
+
+    return grouped.map(merge), steps
 
 
 def deal_batches(dataset):
@@ -74,7 +161,11 @@ def install():
             raise ValueError(UNKNOWN_EPOCH)
         dataset = self.data_adapter.get_tf_dataset()
         plan = input_sharding.plan_for_adapter(self.data_adapter)
-        if plan is None:
+        if by_shares():  # Note [Batches by shares]
+            dataset, per_rank = (group(dataset, batches) if plan is None
+                                 else input_sharding.rewrite_grouped(plan, batches))
+            batching.set_batches_per_step(state.size)
+        elif plan is None:
             dataset, per_rank = deal(dataset, batches)
         else:  # Note [Sharded input]: only the dealt batches are decoded
             dataset, per_rank = input_sharding.rewrite_dealt(plan, batches)

@@ -30,8 +30,10 @@ slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
 - fit's train function rebalances after its calls; a custom loop that
   iterates a dataset eagerly (custom_loops.py) after each batch it takes
   (the time between two batches is one step; the first step of every pass
-  is not measured: it may trace). Evaluation uses the current cuts;
-  per-rank batch mode splits nothing (documented in docs/transparent.md).
+  is not measured: it may trace). Evaluation uses the current cuts. In
+  per-rank batch mode, fit's training steps take the N batches the ranks
+  would be dealt as one batch cut by the shares (Note [Batches by shares],
+  per_rank.py); its custom loops keep equal batches.
 Work that does not grow with the slice (Python, callbacks) is outside the
 planner's per-sample model; a change it causes does not make the step faster
 and is undone (Note [Changes on trial], src/tfmpi/planning/shares.h).
@@ -53,8 +55,9 @@ _tracker = None
 
 
 def enabled():
-    return (state.size > 1 and state.options.batch_mode == "global"
-            and state.options.shares == "adaptive")
+    """Adaptive shares: every batch split (global-batch mode), or in per-rank
+    mode fit's dealt batches (Note [Batches by shares], per_rank.py)."""
+    return state.size > 1 and state.options.shares == "adaptive"
 
 
 def probe_speeds():
@@ -127,6 +130,8 @@ def record_samples(split):
     if not enabled():
         return
     if split is None:
+        if state.options.batch_mode != "global":
+            return  # per-rank mode splits no custom loop (Note [Batches by shares])
         from tfmpi.transparent import batching
 
         split = batching.variable_split()

@@ -28,6 +28,10 @@ batch_weight = None
 # "sum", batching.py).
 sum_scale = None
 
+# tf.Variable float32: how many ranks' batches fit's current batch holds (N in
+# per-rank mode dealing by shares, else 1; per_rank.py, Note [Batches by shares]).
+batches_per_step = None
+
 # tf.Variable int64 [start, size, total]: the split a custom loop made last
 # (total 0: not split; batching.py, Note [Split context]).
 split = None

@@ -1,6 +1,6 @@
 """Pieces shared by the Keras 3 and tf_keras trainer patches: the step
 functions each rank runs (a slice of the global batch, or in per-rank mode its
-own batch), the wrapper that marks Keras' own loops, and the broadcast of a
+own batch or its share of the ranks' batches put together), the wrapper that marks Keras' own loops, and the broadcast of a
 model's state.
 
 The steps are installed on the model instance (install_steps), where Keras
@@ -19,6 +19,7 @@ import tensorflow as tf
 from tfmpi.tensorflow import ops as tops
 from tfmpi.transparent import (batch_check, batching, collectives, flags, input_sharding, loops,
                                naming, shares, state)
+from tfmpi.transparent import per_rank as per_rank_mode
 
 STEPS = ("train_step", "test_step", "predict_step")
 
@@ -84,11 +85,24 @@ def global_mode():
     return state.options.batch_mode == "global" and state.size > 1
 
 
-def take_slice(data):
+def training_sliced():
+    """fit's training steps cut each batch by rank: global-batch mode, and
+    per-rank mode dealing by shares (Note [Batches by shares], per_rank.py)."""
+    return global_mode() or per_rank_mode.by_shares()
+
+
+def take_slice(data, per_rank=False):
     """This rank's slice of `data` and its Split: cut from the global batch,
-    or as a sharded pipeline made it (input_sharding.py); the batch checked."""
+    or as a sharded pipeline made it (input_sharding.py); the batch checked.
+    `per_rank`: a per-rank mode training step, whose batch is the ranks'
+    batches put together in fit but this rank's own in train_on_batch (Note
+    [Batches by shares], per_rank.py): that one is kept whole, unchecked."""
     sharded = input_sharding.unwrap(data)
     if sharded is None:
+        if per_rank:
+            grouped = tf.greater(batching.batches_per_step_variable(), 1.0)
+            batch_check.graph_check(data, when=grouped)
+            return batching.slice_batch(data, whole=tf.logical_not(grouped))
         batch_check.graph_check(data)
         return batching.slice_batch(data)
     local, split, given = sharded
@@ -96,16 +110,17 @@ def take_slice(data):
     return local, split
 
 
-def sliced(step, local_losses=False):
+def sliced(step, local_losses=False, per_rank=False):
     """`step` run on this rank's slice of the batch, its split recorded for
     the optimizer and loss wrappers (batching.py). `local_losses`: Note
-    [Local losses in Keras' own steps]."""
+    [Local losses in Keras' own steps]; `per_rank`: a per-rank mode train_step
+    (Note [Batches by shares], per_rank.py)."""
     @functools.wraps(step)
     def sliced_step(data):
-        local, split = take_slice(data)
+        local, split = take_slice(data, per_rank)
         if split is None:
             return step(data)
-        batching.record_split(split)
+        batching.record_split(split, per_rank)
         with batching.tracing_split(split), \
                 flags.inside("local_loss") if local_losses else contextlib.nullcontext():
             return step(local)
@@ -154,11 +169,11 @@ def install_step(model, name):
         return
     if name == "predict_step":
         wrapped = sliced_predict(current)
-    elif name == "test_step" or global_mode():
+    elif name == "test_step" or training_sliced():
         local = keeps_losses_local(model, name)
         if name == "train_step":
             current = _fused_train_step(model) or current
-        wrapped = sliced(current, local)
+        wrapped = sliced(current, local, name == "train_step" and not global_mode())
     else:
         wrapped = per_rank(current)
     object.__setattr__(model, name, wrapped)
@@ -205,7 +220,7 @@ def wrap_make_functions(cls, makers):
                 result = original(self, force)
                 if fresh and step_name == "train_step" and state.size > 1:
                     sync_model_state(self)
-                    if global_mode():  # Note [Live shares], shares.py
+                    if training_sliced():  # Note [Live shares], shares.py
                         object.__setattr__(self, made_attr,
                                            shares.wrap_train_function(getattr(self, made_attr)))
                         return getattr(self, made_attr)
@@ -218,8 +233,9 @@ def wrap_make_functions(cls, makers):
 
 def mark_loops(cls, names):
     """Wrap cls.<name> so the custom-loop slicing knows a Keras loop runs,
-    every rank's batch share is reset afterwards, and a batch mismatch found
-    inside the compiled step is reported as such."""
+    every rank's batch share is reset afterwards, a batch mismatch found
+    inside the compiled step is reported as such, and train_on_batch's batch
+    counts as one rank's (Note [Batches by shares], per_rank.py)."""
     for name in names:
         original = getattr(cls, name)
         if getattr(original, "_tfmpi_wrapped", False):
@@ -228,6 +244,8 @@ def mark_loops(cls, names):
         def make(original):
             @functools.wraps(original)
             def run(self, *args, **kwargs):
+                if original.__name__ == "train_on_batch" and per_rank_mode.by_shares():
+                    batching.set_batches_per_step(1)  # Note [Batches by shares]
                 with loops.keras_loop(original.__name__):
                     batch_check.loop_started(original.__name__)
                     try:

@@ -4,7 +4,7 @@ Keras makes its step functions from the model's train_step / test_step /
 predict_step (the script's overrides included). Those are wrapped on the
 model instance before Keras makes the functions (steps.py): each rank runs
 the step on its slice of the batch (or, in per-rank mode, trains on its own
-batches), predict gathers the slices back in order. Model and optimizer
+batches, or its share of the ranks' batches put together), predict gathers the slices back in order. Model and optimizer
 variables are broadcast from rank 0 when the train function is made, before
 the first update. XLA compilation is turned off when there is more than one
 rank: tfmpi's ops have no XLA kernels. A new pass over the data (an epoch)

@@ -3,7 +3,11 @@ compute per sample that a rank's speed can be measured, so the work shares
 (Note [Live shares]) move when the ranks differ. In float64: 60 float32 steps of
 a CNN amplify the rounding of a different summation order past the fidelity
 tolerance on their own (docs/transparent.md, "Why two runs can drift apart"),
-and this run is about the split, not about rounding. Usage: train_cnn.py OUT_DIR"""
+and this run is about the split, not about rounding. Usage: train_cnn.py OUT_DIR [BATCH]
+(BATCH: 96 by default; one process with 192 is what 2 ranks of per-rank batches
+of 96 compute)."""
+
+import sys
 
 import common
 from common import keras
@@ -30,7 +34,9 @@ model.compile(optimizer=keras.optimizers.SGD(0.02, momentum=0.5),
               loss="sparse_categorical_crossentropy")
 
 # 960 samples / batch 96: 10 steps per epoch, 40 steps in all.
-record = common.RecordLoss(common.batch_sizes(960, 96))
-model.fit(x[:960], y[:960], batch_size=96, epochs=4, shuffle=True, verbose=0, callbacks=[record])
+batch = int(sys.argv[2]) if len(sys.argv) > 2 else 96
+record = common.RecordLoss(common.batch_sizes(960, batch))
+model.fit(x[:960], y[:960], batch_size=batch, epochs=4, shuffle=True, verbose=0,
+          callbacks=[record])
 common.evaluate(model, x[1437:], y[1437:])
 common.write_run(record.losses, model, record.bounds)

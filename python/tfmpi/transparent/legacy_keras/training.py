@@ -15,8 +15,8 @@ evaluate's by files under --data-sharding files (Note [File sharding],
 
 import functools
 
-from tfmpi.transparent import (batch_check, file_sharding, input_sharding, loops, per_rank,
-                               state, steps)
+from tfmpi.transparent import (batch_check, batching, file_sharding, input_sharding, loops,
+                               per_rank, state, steps)
 from tfmpi.transparent.legacy_keras import train_step
 
 MAKERS = {"make_train_function": ("train_step", "train_function"),
@@ -91,9 +91,10 @@ def _patch_sharded_input(Handler):
 
 
 def _patch_per_rank(Handler):
-    """Per-rank batch mode: fit's training batches dealt round-robin (see
-    ../per_rank.py); of a tf.data pipeline input_sharding can rewrite, a rank
-    decodes only the batches it is dealt (Note [Sharded input])."""
+    """Per-rank batch mode: fit's training batches dealt round-robin, or N at
+    a time cut by the work shares (see ../per_rank.py); of a tf.data pipeline
+    input_sharding can rewrite, a rank decodes only the batches it is dealt,
+    or the rows of its slice (Note [Sharded input])."""
     original = Handler._configure_dataset_and_inferred_steps
 
     @functools.wraps(original)
@@ -104,11 +105,20 @@ def _patch_per_rank(Handler):
         self._tfmpi_dealt = True
         plan = _plan_of_script_pipeline(self)
 
+        # Arrays are one dataset holding every epoch, one after another.
+        epochs = 1 if self._adapter.should_recreate_iterator() else self._epochs - self._initial_epoch
+
         def deal(batches):
+            if per_rank.by_shares():  # Note [Batches by shares], ../per_rank.py
+                if plan is not None:
+                    return input_sharding.rewrite_grouped(plan, batches)
+                return per_rank.group(self._dataset, batches, epochs)
             if plan is not None:
                 return input_sharding.rewrite_dealt(plan, batches)
-            return per_rank.deal(self._dataset, batches)
+            return per_rank.deal(self._dataset, batches, epochs)
 
+        if per_rank.by_shares():  # Note [Batches by shares], ../per_rank.py
+            batching.set_batches_per_step(state.size)
         if self._steps_per_epoch not in (None, -1):  # each rank draws its own steps
             self._dataset = deal(None)[0]
             return
