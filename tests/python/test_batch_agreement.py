@@ -35,6 +35,8 @@ if cause == "nondeterministic":
                              deterministic=False)
     dataset = index.map(lambda i: (tf.gather(x, i), tf.gather(y, i))).batch(32)
 elif cause == "file_order":
+    work = os.path.join(work, f"host-{rank}")  # each host its own copy: no rank reads a
+    os.makedirs(work)                           # file another rank is still writing
     for k in range(4):  # four shards, the same files on every host
         np.save(os.path.join(work, f"shard-{k}.npy"), np.concatenate([x, y], 1)[k * 128:(k + 1) * 128])
     names = os.listdir(work)  # unsorted: on another host the listing order differs
