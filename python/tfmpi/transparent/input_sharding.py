@@ -303,13 +303,12 @@ def rewrite_grouped(plan, batches):
     decoding only the rows of its slice; as an input_sharding.Pass (cut with
     the shares of each pass), and how many steps that is. Like per_rank.group,
     the last batches % N of an epoch are dropped."""
+    from tfmpi.transparent import per_rank
+
     n, size = state.size, plan.batch_size
     order, steps = plan.order, None
     if batches is not None:
-        steps = batches // n
-        if steps == 0:
-            raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't be "
-                             f"dealt to {n} ranks")
+        steps = per_rank.steps_per_epoch(batches)
         order = order.take(steps * n * size)  # a tf.data pipeline holds one epoch
     return Pass(plan._replace(order=order, batch_size=n * size)), steps
 

@@ -55,13 +55,19 @@ UNKNOWN_EPOCH = (
     "size (numpy arrays, a dataset with known cardinality)")
 
 
-def _whole_steps(dataset, batches, epochs):
-    """The first (batches // N) * N batches of each of the `epochs` epochs of
-    `dataset` (which holds them one after another), and batches // N."""
+def steps_per_epoch(batches):
+    """The steps of an epoch of `batches` batches, N per step (the last batches % N dropped)."""
     steps = batches // state.size
     if steps == 0:
         raise ValueError(f"tfmpi: per-rank batch mode: {batches} batches per epoch can't be "
                          f"dealt to {state.size} ranks")
+    return steps
+
+
+def _whole_steps(dataset, batches, epochs):
+    """The first (batches // N) * N batches of each of the `epochs` epochs of
+    `dataset` (which holds them one after another), and batches // N."""
+    steps = steps_per_epoch(batches)
     keep = steps * state.size
     if epochs == 1:
         return dataset.take(keep), steps
@@ -124,6 +130,21 @@ def group(dataset, batches, epochs=1):
     return grouped.map(merge), steps
 
 
+def fit_batches(dataset, plan, batches, epochs=1):
+    """fit's training data for this rank, and its steps per epoch (None:
+    endless): dealt by speed (Note [Batches by shares]) or round-robin; of a
+    pipeline with an input_sharding `plan`, only this rank's rows or batches
+    are decoded (Note [Sharded input]). `epochs`: as for deal()."""
+    if by_shares():
+        batching.set_batches_per_step(state.size)
+        if plan is not None:
+            return input_sharding.rewrite_grouped(plan, batches)
+        return group(dataset, batches, epochs)
+    if plan is not None:
+        return input_sharding.rewrite_dealt(plan, batches)
+    return deal(dataset, batches, epochs)
+
+
 def deal_batches(dataset):
     """deal() for a dataset a custom loop iterates: its length must be known
     (or infinite)."""
@@ -161,14 +182,7 @@ def install():
             raise ValueError(UNKNOWN_EPOCH)
         dataset = self.data_adapter.get_tf_dataset()
         plan = input_sharding.plan_for_adapter(self.data_adapter)
-        if by_shares():  # Note [Batches by shares]
-            dataset, per_rank = (group(dataset, batches) if plan is None
-                                 else input_sharding.rewrite_grouped(plan, batches))
-            batching.set_batches_per_step(state.size)
-        elif plan is None:
-            dataset, per_rank = deal(dataset, batches)
-        else:  # Note [Sharded input]: only the dealt batches are decoded
-            dataset, per_rank = input_sharding.rewrite_dealt(plan, batches)
+        dataset, per_rank = fit_batches(dataset, plan, batches)
         self._tfmpi_dealt = True
         if per_rank is not None:
             self._tfmpi_num_batches = per_rank

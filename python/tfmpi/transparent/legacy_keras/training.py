@@ -15,8 +15,8 @@ evaluate's by files under --data-sharding files (Note [File sharding],
 
 import functools
 
-from tfmpi.transparent import (batch_check, batching, file_sharding, input_sharding, loops,
-                               per_rank, state, steps)
+from tfmpi.transparent import (batch_check, file_sharding, input_sharding, loops, per_rank,
+                               state, steps)
 from tfmpi.transparent.legacy_keras import train_step
 
 MAKERS = {"make_train_function": ("train_step", "train_function"),
@@ -109,16 +109,8 @@ def _patch_per_rank(Handler):
         epochs = 1 if self._adapter.should_recreate_iterator() else self._epochs - self._initial_epoch
 
         def deal(batches):
-            if per_rank.by_shares():  # Note [Batches by shares], ../per_rank.py
-                if plan is not None:
-                    return input_sharding.rewrite_grouped(plan, batches)
-                return per_rank.group(self._dataset, batches, epochs)
-            if plan is not None:
-                return input_sharding.rewrite_dealt(plan, batches)
-            return per_rank.deal(self._dataset, batches, epochs)
+            return per_rank.fit_batches(self._dataset, plan, batches, epochs)
 
-        if per_rank.by_shares():  # Note [Batches by shares], ../per_rank.py
-            batching.set_batches_per_step(state.size)
         if self._steps_per_epoch not in (None, -1):  # each rank draws its own steps
             self._dataset = deal(None)[0]
             return
