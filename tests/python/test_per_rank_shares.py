@@ -27,8 +27,13 @@ keras.utils.set_random_seed(4)
 rng = np.random.default_rng(0)
 x = rng.normal(size=(240, 5)).astype("float32")
 y = (x[:, :1] * 0.7 - x[:, 1:2]).astype("float32")
+ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1")))
+steps = None
 if data == "dataset":  # a pipeline input sharding rewrites (a map before the batch)
     train = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 1.0, b)).batch(batch)
+elif data == "endless":  # no length: fit's steps_per_epoch says where an epoch ends
+    train = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch).repeat()
+    steps = 240 // (batch * ranks)
 else:
     train = None
 model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="relu"),
@@ -49,9 +54,9 @@ kwargs = dict(epochs=2, verbose=0, callbacks=[Record()])
 if len(sys.argv) > 6:  # evaluation between the epochs
     kwargs["validation_data"] = (x[:40], y[:40])
 if train is None:
-    model.fit(x, y, batch_size=batch, shuffle=False, **kwargs)
+    model.fit(x, y, batch_size=batch, shuffle=data == "shuffled", **kwargs)
 else:
-    model.fit(train, **kwargs)
+    model.fit(train, steps_per_epoch=steps, **kwargs)
 if len(sys.argv) > 6:  # then train_on_batch on batches dealt to the ranks (each its own)
     for xb, yb in tf.data.Dataset.from_tensor_slices((x[:4 * batch], y[:4 * batch])).batch(batch):
         losses.append(float(np.ravel(model.train_on_batch(xb, yb))[0]))
@@ -74,6 +79,8 @@ def _train(argv, out, env, timeout=300, extra=()):
 @pytest.mark.parametrize("np_,speeds,sizes,data,loss_kind", [
     (2, "1,3", [[10], [30]], "arrays", "mean"),
     (2, "1,3", [[10], [30]], "dataset", "mean"),
+    (2, "1,3", [[10], [30]], "endless", "mean"),
+    (2, "1,3", [[10], [30]], "shuffled", "mean"),
     (3, "1,1,2", [[15], [15], [30]], "arrays", "sum"),
 ])
 def test_unequal_slices_train_as_one_process_with_the_whole_batch(
@@ -140,3 +147,32 @@ def test_sum_loss_and_train_on_batch_as_with_whole_batches(flavour, tmp_path):
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         for a, b in zip(got["weights"], ref["weights"]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
+
+
+SPARSE = """
+import os, sys
+import numpy as np, tensorflow as tf
+rng = np.random.default_rng(0)
+dense = (rng.random((80, 6)) < 0.3).astype("float32")
+x = tf.sparse.from_dense(dense)
+y = dense.sum(axis=1, keepdims=True)
+model = keras.Sequential([keras.Input((6,), sparse=True), keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.01), "mse")
+history = model.fit(x, y, batch_size=10, epochs=1, shuffle=False, verbose=0)
+print("STEPS", len(history.history["loss"]), model.optimizer.iterations.numpy())
+"""
+
+
+def test_sparse_data_dealt_by_speed_is_refused_with_the_way_out(tmp_path):
+    # Putting a step's batches together needs dense or ragged tensors: a
+    # SparseTensor input stops fit with an error naming TFMPI_SHARES=equal,
+    # on every rank (no hang), and with that setting the same script trains.
+    code = "import keras\n" + SPARSE
+    args = ["tfmpirun", "-np", "2", sys.executable, "-c", code]
+    env = {**QUIET, **PINNED, "TFMPI_PROBE_SPEEDS": "1,3"}
+    r = run(args, 300, env=env)
+    assert r.returncode != 0, r.stdout
+    assert "SparseTensorSpec" in r.stdout and "TFMPI_SHARES=equal" in r.stdout, r.stdout
+    r = run(args, 300, env={**env, "TFMPI_SHARES": "equal"})
+    assert r.returncode == 0, r.stdout
+    assert "STEPS 1 4" in r.stdout, r.stdout  # 8 batches, 4 per rank (rank 0 prints)
