@@ -32,8 +32,13 @@ class ForwardingCommunicator : public Communicator {
                     DataType dtype) override {
     return inner_->Allgatherv(in, out, counts, dtype);
   }
+  Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
+                       DataType dtype, ReduceOp op) override {
+    return inner_->ReduceScatter(in, out, counts, dtype, op);
+  }
   Status Barrier() override { return inner_->Barrier(); }
   Status SetMaxMessageElements(std::size_t n) override { return inner_->SetMaxMessageElements(n); }
+  std::size_t MaxMessageElements() const override { return inner_->MaxMessageElements(); }
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override {
     return inner_->BitwiseAnd(words, n);
   }

@@ -22,7 +22,8 @@ class EngineWorkloadTest : public ::testing::TestWithParam<int> {
 
   // Runs kIterations of the mixed workload on every rank, each rank in its
   // own random order per iteration. Returns each rank's final stats.
-  std::vector<EngineStats> Run(const EngineOptions& options) {
+  std::vector<EngineStats> Run(const EngineOptions& options,
+                               const testing::WrapCommunicator& wrap = nullptr) {
     tensors_ = testing::MixedWorkload(0, size()).size();
     return RunEngines(size(), options, [&](int rank, Engine& engine) {
       EXPECT_EQ(engine.rank(), rank);
@@ -40,7 +41,7 @@ class EngineWorkloadTest : public ::testing::TestWithParam<int> {
           EXPECT_EQ(s.cache_hits, tensors_ * it) << "rank " << rank << " iteration " << it;
         }
       }
-    });
+    }, wrap);
   }
 
   std::size_t tensors_ = 0;
@@ -85,6 +86,16 @@ TEST_P(EngineWorkloadTest, SmallFusionAndDirectThresholds) {
   o.fusion_threshold = 32;  // most buckets hold a few tensors
   o.direct_threshold = 24;  // larger tensors run straight from the caller's buffers
   const auto stats = Run(o);
+  for (const EngineStats& s : stats) EXPECT_EQ(s.tensors, tensors_ * kIterations);
+}
+
+// Every transport call moves at most 7 elements: fused reduces and broadcasts
+// of several roots run in rounds (Note [Owner layout]).
+TEST_P(EngineWorkloadTest, SmallMessagesRunInRounds) {
+  const auto stats = Run(TestOptions(), [](int, std::unique_ptr<Communicator> inner) {
+    EXPECT_TRUE(inner->SetMaxMessageElements(7).ok());
+    return inner;
+  });
   for (const EngineStats& s : stats) EXPECT_EQ(s.tensors, tensors_ * kIterations);
 }
 

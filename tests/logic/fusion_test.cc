@@ -45,11 +45,11 @@ FusionOptions Thresholds(std::size_t fusion, std::size_t direct) {
   return o;
 }
 
-// The tuple a group must agree on: kind, dtype, and op (allreduce) or root (broadcast).
-std::tuple<int, int, int, int> KeyOf(const FusionItem& it) {
+// The tuple a group must agree on: kind, dtype, and op (allreduce, reduce);
+// never the root.
+std::tuple<int, int, int> KeyOf(const FusionItem& it) {
   return {static_cast<int>(it.kind), static_cast<int>(it.dtype),
-          it.kind == CollectiveKind::kAllreduce ? static_cast<int>(it.op) : -1,
-          it.kind == CollectiveKind::kBroadcast ? it.root : -1};
+          it.kind == CollectiveKind::kBroadcast ? -1 : static_cast<int>(it.op)};
 }
 
 TEST(PlanFusion, EmptyInputGivesNoGroups) {
@@ -74,10 +74,18 @@ TEST(PlanFusion, DifferentOpDtypeOrKindDoNotFuse) {
   EXPECT_EQ(PlanFusion(items, FusionOptions{}), (Groups{{0, 4}, {1, 5}, {2}, {3, 6}}));
 }
 
-TEST(PlanFusion, BroadcastsGroupByRootAndIgnoreOp) {
+TEST(PlanFusion, BroadcastsOfSeveralRootsFuseAndIgnoreOp) {
   FusionItem a = Broadcast(4, 1), b = Broadcast(4, 2), c = Broadcast(4, 1);
   c.op = ReduceOp::kMax;  // meaningless for a broadcast: must not split the group
-  EXPECT_EQ(PlanFusion({a, b, c}, FusionOptions{}), (Groups{{0, 2}, {1}}));
+  EXPECT_EQ(PlanFusion({a, b, c}, FusionOptions{}), (Groups{{0, 1, 2}}));
+}
+
+TEST(PlanFusion, ReducesOfSeveralRootsFuseByOpNotWithAllreduces) {
+  FusionItem a = Of(CollectiveKind::kReduce, 4), b = Of(CollectiveKind::kReduce, 4),
+             c = Of(CollectiveKind::kReduce, 4), d = Allreduce(4);
+  b.root = 1;
+  c.op = ReduceOp::kMax;
+  EXPECT_EQ(PlanFusion({a, b, c, d}, FusionOptions{}), (Groups{{0, 1}, {2}, {3}}));
 }
 
 TEST(PlanFusion, AllreducesIgnoreRoot) {
@@ -135,7 +143,7 @@ TEST(PlanFusion, ZeroLengthTensorsArePlannedWithoutBreakingBuckets) {
 // Random ready lists: every invariant of Note [Fusion rules] at once.
 TEST(PlanFusion, RandomInputsSatisfyEveryRule) {
   std::mt19937 rng(20240611);
-  const CollectiveKind kinds[] = {CollectiveKind::kAllreduce, CollectiveKind::kAllreduce,
+  const CollectiveKind kinds[] = {CollectiveKind::kAllreduce, CollectiveKind::kReduce,
                                   CollectiveKind::kBroadcast, CollectiveKind::kAllgather,
                                   CollectiveKind::kBarrier};
   for (int trial = 0; trial < 300; ++trial) {
@@ -179,7 +187,7 @@ TEST(PlanFusion, RandomInputsSatisfyEveryRule) {
           const FusionItem& it = items[i];
           EXPECT_FALSE(it.error);
           EXPECT_TRUE(it.kind == CollectiveKind::kAllreduce ||
-                      it.kind == CollectiveKind::kBroadcast);
+                      it.kind == CollectiveKind::kBroadcast || it.kind == CollectiveKind::kReduce);
           EXPECT_LT(it.bytes, opts.direct_threshold);
         }
       }

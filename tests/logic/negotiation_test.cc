@@ -33,7 +33,8 @@ TensorMeta GatherMeta(Shape shape) {
 
 TEST(DecideResponse, AgreementOnEveryKindIsOk) {
   for (CollectiveKind kind : {CollectiveKind::kAllreduce, CollectiveKind::kBroadcast,
-                              CollectiveKind::kAllgather, CollectiveKind::kBarrier}) {
+                              CollectiveKind::kAllgather, CollectiveKind::kBarrier,
+                              CollectiveKind::kReduce}) {
     for (int size : {1, 2, 5}) {
       const TensorMeta m = Meta(kind, DataType::kFloat64, {4, 2}, ReduceOp::kMax, 0);
       const Response r = DecideResponse(std::vector<TensorMeta>(size, m));
@@ -86,6 +87,25 @@ TEST(DecideResponse, BroadcastRootMismatch) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(
       Contains(r.error, {"'layer1/weights'", "ranks 0, 1 have root 0", "rank 2 has root 2"}));
+}
+
+TEST(DecideResponse, ReduceRootAndOpMismatch) {
+  const TensorMeta a = Meta(CollectiveKind::kReduce, DataType::kFloat32, {5}, ReduceOp::kSum, 1);
+  TensorMeta b = a;
+  b.root = 0;
+  Response r = DecideResponse({a, b});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.error, {"'layer1/weights'", "rank 0 has root 1", "rank 1 has root 0"}));
+  b = a;
+  b.op = ReduceOp::kMax;
+  r = DecideResponse({a, b});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.error, {"rank 0 has sum", "rank 1 has max"}));
+  b = a;
+  b.shape = {6};
+  r = DecideResponse({a, b});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.error, {"rank 0 has [5]", "rank 1 has [6]"}));
 }
 
 TEST(DecideResponse, BroadcastShapeMismatch) {

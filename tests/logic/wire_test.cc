@@ -39,6 +39,13 @@ std::vector<TensorMeta> SampleMetas() {
   m.kind = CollectiveKind::kBarrier;
   m.shape = {};
   metas.push_back(m);
+  m.name = "owned/grad";
+  m.kind = CollectiveKind::kReduce;
+  m.dtype = DataType::kFloat32;
+  m.op = ReduceOp::kAverage;
+  m.root = 3;
+  m.shape = {7, 2};
+  metas.push_back(m);
   return metas;
 }
 

@@ -1,5 +1,6 @@
 // A mixed workload for whole-engine tests: every dtype and reduce op,
-// broadcasts from several roots, allgathers with per-rank first dimensions,
+// reduces to several roots (fused into reduce-scatters), broadcasts from
+// several roots, allgathers with per-rank first dimensions,
 // zero-length tensors, in-place buffers and a barrier. Every rank builds the
 // same named tensors with its own data; the expected results are closed forms
 // of the world size, so any size can be checked.
@@ -98,6 +99,24 @@ class WorkloadBuilder {
     out_.push_back(p);
   }
 
+  // Reduced to `root` only: elsewhere the output is the rank's own input.
+  void Reduce(const std::string& name, DataType d, ReduceOp op, int root, Shape shape,
+              bool in_place) {
+    auto p = New(name, CollectiveKind::kReduce, d, shape);
+    p->meta.op = op;
+    p->meta.root = root;
+    p->in_place = in_place;
+    const std::int64_t n = NumElements(shape);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double mine = AllreduceInput(op, d, rank_, size_, i);
+      StoreAs(d, p->input.data(), static_cast<std::size_t>(i), mine);
+      p->expected.push_back(rank_ == root ? AllreduceExpected(op, d, size_, i) : mine);
+    }
+    if (op == ReduceOp::kAverage) p->tolerance = 2 * Epsilon(d);
+    if (!in_place) p->output.assign(p->input.size(), 0xAB);
+    out_.push_back(p);
+  }
+
   void Broadcast(const std::string& name, DataType d, int root, Shape shape, bool in_place,
                  bool null_input_off_root = false) {
     auto p = New(name, CollectiveKind::kBroadcast, d, shape);
@@ -178,6 +197,18 @@ inline Workload MixedWorkload(int rank, int size) {
     b.Allreduce(fmt::format("fuse.float32.average.{}", j), DataType::kFloat32, ReduceOp::kAverage,
                 {j + 1}, j % 2 == 1);
 
+  // Reduces: owners spread over the ranks, so fused groups hold several
+  // roots (one reduce-scatter, Note [Owner layout]); sizes that do not divide.
+  for (int j = 0; j < 10; ++j)
+    b.Reduce(fmt::format("fuse.reduce.float32.sum.{}", j), DataType::kFloat32, ReduceOp::kSum,
+             (j * 3) % size, {1 + (j * 7) % 11}, j % 3 == 0);
+  for (int j = 0; j < 4; ++j)
+    b.Reduce(fmt::format("fuse.reduce.float64.average.{}", j), DataType::kFloat64,
+             ReduceOp::kAverage, (size - 1 + j) % size, {2 + j}, j % 2 == 0);
+  b.Reduce("reduce.int32.max", DataType::kInt32, ReduceOp::kMax, size / 2, {9}, false);
+  b.Reduce("reduce.bfloat16.sum", DataType::kBFloat16, ReduceOp::kSum, size - 1, {5}, true);
+  b.Reduce("reduce.float32.sum.empty", DataType::kFloat32, ReduceOp::kSum, 0, {0}, false);
+
   std::vector<int> roots = {0, size / 2, size - 1};
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
   const DataType bcast_types[] = {DataType::kFloat32, DataType::kInt64,  DataType::kBFloat16,
@@ -190,6 +221,9 @@ inline Workload MixedWorkload(int rank, int size) {
   b.Broadcast("broadcast.float16.empty", DataType::kFloat16, size - 1, {0}, false);
   for (int j = 0; j < 4; ++j)
     b.Broadcast(fmt::format("fuse.broadcast.{}", j), DataType::kInt32, size - 1, {j + 2}, false);
+  for (int j = 0; j < 4; ++j)  // the same key from other roots: one group of several roots
+    b.Broadcast(fmt::format("fuse.broadcast.owners.{}", j), DataType::kInt32, j % size, {j + 3},
+                j == 1);
 
   b.Allgather("allgather.int32.rows", DataType::kInt32, [](int r) { return r % 3; }, {2});
   b.Allgather("allgather.float64.vector", DataType::kFloat64, [](int r) { return r + 1; }, {});

@@ -99,6 +99,33 @@ void TestFusedBroadcast(MpiTest& t) {
   t.Expect(d.groups < 40, "fused.broadcast: 40 small broadcasts ran as {} collectives", d.groups);
 }
 
+// Reduces to every rank in turn: one reduce-scatter per fused group (Note
+// [Owner layout]); large ones run alone, straight from the caller's buffers.
+void TestReduce(MpiTest& t) {
+  Batch b;
+  for (int i = 0; i < 40; ++i)
+    AddReduce(t, b, fmt::format("fused.reduce.{}", i), i % 4 == 3 ? DataType::kFloat64 : DataType::kFloat32,
+              i % 4 == 3 ? ReduceOp::kAverage : ReduceOp::kSum, i % t.size(), (i * 17) % 300 + 1,
+              i % 3 == 0);
+  AddReduce(t, b, "direct.reduce.float32", DataType::kFloat32, ReduceOp::kSum, t.size() - 1,
+            (1 << 18) + 3, false);
+  AddReduce(t, b, "direct.reduce.bfloat16", DataType::kBFloat16, ReduceOp::kAverage, 0, 1 << 20,
+            true);
+  Delta d = RunAndCount(t, b);
+  t.Expect(d.tensors == 42 && d.groups < 42 && d.fused_groups >= 1,
+           "reduce: 42 tensors ran as {} collectives ({} fused)", d.groups, d.fused_groups);
+}
+
+// Broadcasts from every rank in one cycle: fused into one allgather.
+void TestOwnerBroadcast(MpiTest& t) {
+  Batch b;
+  for (int i = 0; i < 24; ++i)
+    AddBroadcast(t, b, fmt::format("fused.owners.{}", i), DataType::kInt32, i % t.size(),
+                 (i * 5) % 40 + 1);
+  Delta d = RunAndCount(t, b);
+  t.Expect(d.groups < 24, "owner broadcasts: 24 small broadcasts ran as {} collectives", d.groups);
+}
+
 void TestDirect(MpiTest& t) {
   Batch b;
   const std::int64_t mib = 1 << 20;
@@ -148,6 +175,8 @@ int main() {
   TestFusionThreshold(t);
   TestFusedAverage(t);
   TestFusedBroadcast(t);
+  TestReduce(t);
+  TestOwnerBroadcast(t);
   TestDirect(t);
   TestMixed(t);
   return t.Finish();

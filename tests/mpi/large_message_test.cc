@@ -49,6 +49,22 @@ void TestAllreduce(MpiTest& t) {
   b.Run(t, true);
 }
 
+// Reduces to every rank, fused: with 1000 elements a call, the group runs in
+// rounds, each a piece of every rank's segment (Note [Owner layout]); and one
+// alone, in place, in chunks of its own.
+void TestReduce(MpiTest& t) {
+  const int K = t.size();
+  Batch b;
+  for (int i = 0; i <= K; ++i) {
+    const int root = i % K;  // the last one: a dtype of its own, so it runs alone
+    const DataType d = i == K ? DataType::kFloat64 : DataType::kFloat32;
+    const ReduceOp op = i == K ? ReduceOp::kAverage : ReduceOp::kSum;
+    AddReduce(t, b, fmt::format("large.reduce.{}.root{}.{}", DataTypeName(d), root, i), d, op,
+              root, kElements - i, i == K);
+  }
+  b.Run(t, true);
+}
+
 void TestBroadcast(MpiTest& t) {
   Batch b;
   for (int root = 0; root < t.size(); ++root)
@@ -108,6 +124,7 @@ int main() {
   MpiTest t("large_message_test", options);
   TestAllreduce(t);
   TestBroadcast(t);
+  TestReduce(t);
   TestAllgather(t);
   return t.Finish();
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "patterns.h"
 #include "typed_values.h"
 #include "tfmpi/runtime/mpi_factory.h"
 
@@ -48,6 +49,13 @@ double Representable(double v, DataType dtype) {
 }
 
 bool IsSigned(DataType dtype) { return dtype != DataType::kUInt8 && dtype != DataType::kBool; }
+
+Request ReduceRequest(const std::string& name, ReduceOp op, int root, const Tensor& in, Tensor* out) {
+  Request r = AllreduceRequest(name, op, in, out);
+  r.meta.kind = CollectiveKind::kReduce;
+  r.meta.root = root;
+  return r;
+}
 
 Request AllreduceRequest(const std::string& name, ReduceOp op, const Tensor& in, Tensor* out) {
   if (out != &in && (out->dtype() != in.dtype() || out->shape() != in.shape()))
@@ -270,6 +278,23 @@ void MpiTest::AbortJob(const std::string& why) {
   if (initialized && !finalized) MPI_Query_thread(&level);
   if (level == MPI_THREAD_MULTIPLE) MPI_Abort(MPI_COMM_WORLD, 3);
   std::_Exit(3);
+}
+
+void AddReduce(MpiTest& t, Batch& b, const std::string& name, DataType d, ReduceOp op, int root,
+               std::int64_t n, bool in_place) {
+  const int K = t.size(), r = t.rank();
+  Tensor& in = b.NewTensor(d, {n});
+  in.Fill([&](std::int64_t i) { return ReduceInput(d, op, r, i, K); });
+  Tensor* out = in_place ? &in : &b.NewTensor(d, {n});
+  b.Add(ReduceRequest(name, op, root, in, out), [&t, out, d, op, K, r, root, name](const Status& s) {
+    if (!t.ExpectOk(s, name)) return;
+    if (r == root)
+      t.ExpectTensor(*out, [&](std::int64_t i) { return ReduceExpected(d, op, i, K); }, name,
+                     ReduceTolerance(d, op));
+    else
+      t.ExpectTensor(*out, [&](std::int64_t i) { return ReduceInput(d, op, r, i, K); },
+                     name + " (not its root: its own input)");
+  });
 }
 
 }  // namespace tfmpi::mpitest

@@ -68,6 +68,8 @@ bool IsSigned(DataType dtype);  // float and int types; not uint8 or bool
 // (in place). Broadcast takes `in` only on the root (nullptr elsewhere is fine).
 Request AllreduceRequest(const std::string& name, ReduceOp op, const Tensor& in, Tensor* out);
 Request BroadcastRequest(const std::string& name, int root, const Tensor* in, Tensor* out);
+// Reduced to `root` only; elsewhere *out becomes a copy of `in`.
+Request ReduceRequest(const std::string& name, ReduceOp op, int root, const Tensor& in, Tensor* out);
 // `out` is reshaped to the gathered shape when the engine allocates it.
 Request AllgatherRequest(const std::string& name, const Tensor& in, Tensor* out);
 Request BarrierRequest(const std::string& name);
@@ -166,5 +168,10 @@ class MpiTest {
   int rank_ = 0, size_ = 1;  // kept for messages after shutdown
   std::mutex print_mu_;
 };
+
+// Adds to `b` a reduce to `root` of `n` ReduceInput elements and its check:
+// the root gets ReduceExpected, every other rank its own input.
+void AddReduce(MpiTest& t, Batch& b, const std::string& name, DataType d, ReduceOp op, int root,
+               std::int64_t n, bool in_place);
 
 }  // namespace tfmpi::mpitest

@@ -17,8 +17,8 @@ struct TensorMeta {
   std::string name;
   CollectiveKind kind = CollectiveKind::kAllreduce;
   DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;  // allreduce only
-  int root = 0;                  // broadcast only
+  ReduceOp op = ReduceOp::kSum;  // allreduce and reduce
+  int root = 0;                  // broadcast and reduce
   Shape shape;
 
   std::size_t bytes() const {

@@ -66,6 +66,7 @@ const char* CollectiveKindName(CollectiveKind kind) {
     case CollectiveKind::kBroadcast: return "broadcast";
     case CollectiveKind::kAllgather: return "allgather";
     case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kReduce: return "reduce";
   }
   return "unknown";
 }

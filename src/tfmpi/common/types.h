@@ -25,7 +25,9 @@ inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAverage,
                                              ReduceOp::kMin, ReduceOp::kMax,
                                              ReduceOp::kProduct};
 
-enum class CollectiveKind : std::uint8_t { kAllreduce, kBroadcast, kAllgather, kBarrier };
+// kReduce: each tensor is reduced to its root (its owner) only; a group of
+// them with several roots runs as one reduce-scatter (Executor::RunReduce).
+enum class CollectiveKind : std::uint8_t { kAllreduce, kBroadcast, kAllgather, kBarrier, kReduce };
 
 std::size_t DataTypeSize(DataType dtype);
 const char* DataTypeName(DataType dtype);           // "float32"

@@ -72,6 +72,16 @@ Status Engine::Validate(const Request& r) const {
       if (has_data && (!r.output || (rank_ == m.root && !r.input)))
         return Status::InvalidArgument(fmt::format("tensor '{}': null buffer", m.name));
       break;
+    case CollectiveKind::kReduce: {
+      if (m.root < 0 || m.root >= size_)
+        return Status::InvalidArgument(fmt::format(
+            "tensor '{}': reduce root {} is not a rank (world size {})", m.name, m.root, size_));
+      Status s = CheckReduceSupported(m.dtype, m.op);
+      if (!s.ok()) return Status::InvalidArgument(fmt::format("tensor '{}': {}", m.name, s.message()));
+      if (has_data && (!r.input || !r.output))
+        return Status::InvalidArgument(fmt::format("tensor '{}': null buffer", m.name));
+      break;
+    }
     case CollectiveKind::kAllgather:
       if (m.shape.empty())
         return Status::InvalidArgument(fmt::format(

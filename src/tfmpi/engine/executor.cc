@@ -31,6 +31,15 @@ void Executor::Finish(Item& item, const Status& status) {
   if (callback_error_.ok()) callback_error_ = std::move(s);
 }
 
+void Executor::TraceFused(const Group& group, Clock::time_point a, Clock::time_point b,
+                          Clock::time_point c, Clock::time_point d) {
+  for (const Item* it : group) {
+    Trace(*it, "FUSE", a, b);
+    Trace(*it, "COLLECTIVE", b, c);
+    Trace(*it, "COPY_OUT", c, d);
+  }
+}
+
 Status Executor::Execute(const std::vector<std::shared_ptr<const Response>>& responses,
                          const std::vector<NameSlot*>& slots, PendingTable* pending,
                          Clock::time_point decided_at, Status* callback_error) {
@@ -102,6 +111,7 @@ Status Executor::RunGroup(Group& group) {
     case CollectiveKind::kAllreduce: return RunAllreduce(group);
     case CollectiveKind::kBroadcast: return RunBroadcast(group);
     case CollectiveKind::kAllgather: return RunAllgather(first);
+    case CollectiveKind::kReduce: return RunReduce(group);
     case CollectiveKind::kBarrier: {
       const Clock::time_point a = Clock::now();
       Status s = comm_->Barrier();
@@ -158,16 +168,14 @@ Status Executor::RunAllreduce(Group& group) {
     }
   }
   Clock::time_point d = Clock::now();
-  for (const Item* it : group) {
-    Trace(*it, "FUSE", a, b);
-    Trace(*it, "COLLECTIVE", b, c);
-    Trace(*it, "COPY_OUT", c, d);
-  }
+  TraceFused(group, a, b, c, d);
   return s;
 }
 
 Status Executor::RunBroadcast(Group& group) {
   const TensorMeta& meta = group.front()->response->meta;
+  for (const Item* it : group)
+    if (it->response->meta.root != meta.root) return RunOwnerBroadcast(group);
   const bool is_root = comm_->rank() == meta.root;
   for (Item* it : group)  // the root's result is its input
     if (is_root && it->request.output != it->request.input && it->response->meta.bytes())
@@ -204,11 +212,7 @@ Status Executor::RunBroadcast(Group& group) {
     }
   }
   Clock::time_point d = Clock::now();
-  for (const Item* it : group) {
-    Trace(*it, "FUSE", a, b);
-    Trace(*it, "COLLECTIVE", b, c);
-    Trace(*it, "COPY_OUT", c, d);
-  }
+  TraceFused(group, a, b, c, d);
   return s;
 }
 

@@ -57,15 +57,22 @@ class Executor {
   Status RunGroup(Group& group);
   Status RunAllreduce(Group& group);
   Status RunBroadcast(Group& group);
+  // executor_owners.cc: groups whose tensors have roots (owners) that differ.
+  Status RunReduce(Group& group);
+  Status RunOwnerBroadcast(Group& group);
   Status RunAllgather(Item& item);
   void Finish(Item& item, const Status& status);  // Complete(), keeping a callback's error
   char* FusionBuffer(std::size_t bytes);
   void Trace(const Item& item, const char* phase, Clock::time_point a, Clock::time_point b);
+  // A fused group's phases: copy in [a, b), collective [b, c), copy out [c, d).
+  void TraceFused(const Group& group, Clock::time_point a, Clock::time_point b,
+                  Clock::time_point c, Clock::time_point d);
 
   Communicator* comm_;
   planning::FusionOptions fusion_;
   Timeline* timeline_;
   std::vector<char> fusion_buffer_;
+  std::vector<char> owned_buffer_;  // this rank's segment of a fused reduce
   std::vector<planning::FusionItem> items_;  // this cycle's, reused
   ExecutorStats stats_;
   std::function<void(const ExecutorStats&)> publish_;

@@ -64,7 +64,7 @@ class Reader {
         !Ints(&m->shape))
       return false;
     // Out-of-range enums would reach DataTypeSize() (0) and divide by it.
-    if (kind > static_cast<std::uint8_t>(CollectiveKind::kBarrier) ||
+    if (kind > static_cast<std::uint8_t>(CollectiveKind::kReduce) ||
         dtype > static_cast<std::uint8_t>(DataType::kBool) ||
         op > static_cast<std::uint8_t>(ReduceOp::kProduct))
       return false;

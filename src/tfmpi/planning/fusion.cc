@@ -16,7 +16,8 @@ std::vector<std::vector<std::size_t>> PlanFusion(const std::vector<FusionItem>& 
     const FusionItem& it = items[i];
     const bool fusable = !it.error &&
                          (it.kind == CollectiveKind::kAllreduce ||
-                          it.kind == CollectiveKind::kBroadcast) &&
+                          it.kind == CollectiveKind::kBroadcast ||
+                          it.kind == CollectiveKind::kReduce) &&
                          it.bytes < options.direct_threshold &&
                          it.bytes <= options.fusion_threshold;
     if (!fusable) {
@@ -25,8 +26,7 @@ std::vector<std::vector<std::size_t>> PlanFusion(const std::vector<FusionItem>& 
       continue;
     }
     Key key{static_cast<int>(it.kind), static_cast<int>(it.dtype),
-            it.kind == CollectiveKind::kAllreduce ? static_cast<int>(it.op) : -1,
-            it.kind == CollectiveKind::kBroadcast ? it.root : -1};
+            it.kind == CollectiveKind::kBroadcast ? -1 : static_cast<int>(it.op), -1};
     auto found = open.find(key);
     if (found != open.end() && group_bytes[found->second] + it.bytes <= options.fusion_threshold) {
       groups[found->second].push_back(i);

@@ -1,8 +1,11 @@
 // Pure fusion planning: which ready tensors share one collective.
 //
 // Note [Fusion rules]
-// * Only allreduce (same dtype and reduce op) and broadcast (same dtype and
-//   root) fuse; allgather, barrier and error responses run alone.
+// * Only allreduce and reduce (same dtype and reduce op) and broadcast (same
+//   dtype) fuse; allgather, barrier and error responses run alone. Roots may
+//   differ within a group: a reduce group runs as one reduce-scatter, a
+//   broadcast group of several roots as one allgather (Note [Owner layout],
+//   planning/owner_layout.h).
 // * A tensor of at least `direct_threshold` bytes runs alone, straight from
 //   the caller's buffer: copying it into a fusion buffer and back would cost
 //   more memory traffic than the per-call latency it saves.

@@ -59,6 +59,10 @@ Response DecideResponse(const std::vector<TensorMeta>& per_rank) {
       d = Disagreement(per_rank, [](const TensorMeta& m) { return ShapeToString(m.shape); });
       if (!d.empty()) return fail("the shape", d);
       break;
+    case CollectiveKind::kReduce:
+      d = Disagreement(per_rank, [](const TensorMeta& m) { return std::string(ReduceOpName(m.op)); });
+      if (!d.empty()) return fail("the reduce op", d);
+      [[fallthrough]];
     case CollectiveKind::kBroadcast:
       d = Disagreement(per_rank, [](const TensorMeta& m) { return fmt::format("root {}", m.root); });
       if (!d.empty()) return fail("the root", d);

@@ -13,8 +13,9 @@ namespace {
 
 // Owns the MPI environment for as long as the communicator lives, and is
 // destroyed after it (members are destroyed in reverse order).
-// Note [Skipping the data]: with TFMPI_SKIP_DATA, allreduces return at once,
-// each rank keeping its own values (the output is the input), while
+// Note [Skipping the data]: with TFMPI_SKIP_DATA, allreduces (and
+// reduce-scatters) return at once, each rank keeping its own values (the
+// output is the input), while
 // negotiation, broadcasts, allgathers and barriers still run (a broadcast's
 // non-root output has no values of its own to keep; training broadcasts only
 // at the start): a step's time with it, against without, is the
@@ -42,8 +43,19 @@ class OwningMpiCommunicator final : public Communicator {
                     DataType t) override {
     return c_->Allgatherv(in, out, counts, t);
   }
+  Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
+                       DataType t, ReduceOp op) override {
+    if (!skip_data_) return c_->ReduceScatter(in, out, counts, t, op);
+    std::size_t before = 0;  // this rank's block, unreduced
+    for (int r = 0; r < c_->rank(); ++r) before += counts[static_cast<std::size_t>(r)];
+    const std::size_t n = counts[static_cast<std::size_t>(c_->rank())] * DataTypeSize(t);
+    if (in != out && n)
+      std::memmove(out, static_cast<const char*>(in) + before * DataTypeSize(t), n);
+    return Status::Ok();
+  }
   Status Barrier() override { return c_->Barrier(); }
   Status SetMaxMessageElements(std::size_t n) override { return c_->SetMaxMessageElements(n); }
+  std::size_t MaxMessageElements() const override { return c_->MaxMessageElements(); }
   Status BitwiseAnd(std::uint64_t* w, std::size_t n) override { return c_->BitwiseAnd(w, n); }
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override {
     return c_->GatherToRoot(mine, all);

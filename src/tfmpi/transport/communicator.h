@@ -36,9 +36,16 @@ class Communicator {
                            ReduceOp op) = 0;
   virtual Status Broadcast(void* buf, std::size_t count, DataType dtype, int root) = 0;
   // Rank r contributes counts[r] elements; out receives them concatenated in
-  // rank order.
+  // rank order. `in` may be this rank's block of out (in place).
   virtual Status Allgatherv(const void* in, void* out, const std::vector<std::size_t>& counts,
                             DataType dtype) = 0;
+  // `in` holds one block per rank, in rank order (counts[r] elements each);
+  // out receives this rank's block reduced over ranks (counts[rank()]
+  // elements). in == out means in place: the result is at the start of out.
+  // One call moves sum(counts) elements; the caller keeps that within
+  // MaxMessageElements() (Note [Owner layout]). `op` is never kAverage.
+  virtual Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
+                               DataType dtype, ReduceOp op) = 0;
   virtual Status Barrier() = 0;
 
   // The largest element count of one transport call from the next call on
@@ -46,6 +53,8 @@ class Communicator {
   // sets the same value before the same call (Note [Autotune]). Transports
   // that never chunk ignore it.
   virtual Status SetMaxMessageElements(std::size_t /*count*/) { return Status::Ok(); }
+  // The largest element count of one transport call (0: no limit).
+  virtual std::size_t MaxMessageElements() const { return 0; }
 
   // Control plane used by negotiation.
   virtual Status BitwiseAnd(std::uint64_t* words, std::size_t n) = 0;

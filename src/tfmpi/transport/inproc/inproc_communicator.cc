@@ -88,6 +88,28 @@ Status InProcCommunicator::Allgatherv(const void* in, void* out,
   return Status::Ok();
 }
 
+Status InProcCommunicator::ReduceScatter(const void* in, void* out,
+                                         const std::vector<std::size_t>& counts, DataType dtype,
+                                         ReduceOp op) {
+  const std::size_t elem = DataTypeSize(dtype);
+  TFMPI_ENFORCE_EQ(counts.size(), static_cast<std::size_t>(world_->size()));
+  std::size_t total = 0, before = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < rank_) before += counts[r];
+    total += counts[r];
+  }
+  std::vector<std::string> all;
+  TFMPI_RETURN_IF_ERROR(
+      world_->Exchange(rank_, std::string(static_cast<const char*>(in), total * elem), &all));
+  const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+  if (mine == 0) return Status::Ok();
+  std::string sum = all[0].substr(before * elem, mine * elem);
+  for (std::size_t r = 1; r < all.size(); ++r)
+    ReduceInto(sum.data(), all[r].data() + before * elem, mine, dtype, op);
+  std::memcpy(out, sum.data(), sum.size());
+  return Status::Ok();
+}
+
 Status InProcCommunicator::Barrier() {
   std::vector<std::string> all;
   return world_->Exchange(rank_, "", &all);

@@ -53,7 +53,14 @@ class InProcCommunicator final : public Communicator {
   Status Broadcast(void* buf, std::size_t count, DataType dtype, int root) override;
   Status Allgatherv(const void* in, void* out, const std::vector<std::size_t>& counts,
                     DataType dtype) override;
+  Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
+                       DataType dtype, ReduceOp op) override;
   Status Barrier() override;
+  Status SetMaxMessageElements(std::size_t count) override {
+    max_message_ = count;
+    return Status::Ok();
+  }
+  std::size_t MaxMessageElements() const override { return max_message_; }
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override;
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
   Status BroadcastFromRoot(std::string* data) override;
@@ -62,6 +69,7 @@ class InProcCommunicator final : public Communicator {
  private:
   std::shared_ptr<InProcWorld> world_;
   int rank_;
+  std::size_t max_message_ = 0;
 };
 
 }  // namespace tfmpi

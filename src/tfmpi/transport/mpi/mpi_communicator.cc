@@ -256,7 +256,11 @@ Status MpiCommunicator::Allgatherv(const void* in, void* out,
       displs[r] = d;
       d += icounts[r];
     }
-    return MpiStatus(MPI_Allgatherv(in, icounts[static_cast<std::size_t>(rank_)], TypeFor(dtype),
+    // In place where `in` is already this rank's block of `out`.
+    const bool in_place = in == static_cast<const char*>(out) +
+                                   static_cast<std::size_t>(displs[static_cast<std::size_t>(rank_)]) * elem;
+    return MpiStatus(MPI_Allgatherv(in_place ? MPI_IN_PLACE : in,
+                                    icounts[static_cast<std::size_t>(rank_)], TypeFor(dtype),
                                     out, icounts.data(), displs.data(), TypeFor(dtype),
                                     comm_.get()),
                      "MPI_Allgatherv");
@@ -265,11 +269,31 @@ Status MpiCommunicator::Allgatherv(const void* in, void* out,
   std::size_t offset = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     char* block = static_cast<char*>(out) + offset * elem;
-    if (static_cast<int>(r) == rank_ && counts[r] > 0) std::memcpy(block, in, counts[r] * elem);
+    if (static_cast<int>(r) == rank_ && counts[r] > 0 && block != in)
+      std::memcpy(block, in, counts[r] * elem);
     TFMPI_RETURN_IF_ERROR(Broadcast(block, counts[r], dtype, static_cast<int>(r)));
     offset += counts[r];
   }
   return Status::Ok();
+}
+
+Status MpiCommunicator::ReduceScatter(const void* in, void* out,
+                                      const std::vector<std::size_t>& counts, DataType dtype,
+                                      ReduceOp op) {
+  MPI_Op mpi_op;
+  TFMPI_RETURN_IF_ERROR(OpFor(dtype, op, &mpi_op));
+  TFMPI_ENFORCE_EQ(counts.size(), static_cast<std::size_t>(size_));
+  std::vector<int> icounts(counts.size());
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    total += counts[r];
+    TFMPI_ENFORCE(total <= INT_MAX, "reduce-scatter of {} elements in one call", total);
+    icounts[r] = static_cast<int>(counts[r]);
+  }
+  if (total == 0) return Status::Ok();
+  const void* src = in == out ? MPI_IN_PLACE : in;
+  return MpiStatus(MPI_Reduce_scatter(src, out, icounts.data(), TypeFor(dtype), mpi_op, comm_.get()),
+                   "MPI_Reduce_scatter");
 }
 
 Status MpiCommunicator::Barrier() { return MpiStatus(MPI_Barrier(comm_.get()), "MPI_Barrier"); }
