@@ -6,7 +6,7 @@ TensorFlow's thread pools left at whatever the run was given. Prints
 first 5 steps excluded (rank 0 under tfmpirun). Under a CPU quota the median
 hides the steps that wait for the quota's next period; the mean counts them.
 
-    python bench/step_job.py {tiny,mlp,cnn,lstm,mlp42m} [--steps N] [--batch B] [--metrics]
+    python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m} [--steps N] [--batch B] [--metrics]
 """
 
 import argparse
@@ -36,6 +36,12 @@ MODELS = {
     "mlp42m": (64, lambda n: np.random.rand(n, 2048).astype("float32"),
                lambda: keras.Sequential([keras.Input((2048,))]
                                         + [keras.layers.Dense(4096, activation="relu")
+                                           for _ in range(3)]
+                                        + [keras.layers.Dense(10)])),
+    # 2048 -> 2048 x 3 -> 10: 12.6 M parameters, 50 MB of float32 gradients
+    "mlp12m": (64, lambda n: np.random.rand(n, 2048).astype("float32"),
+               lambda: keras.Sequential([keras.Input((2048,))]
+                                        + [keras.layers.Dense(2048, activation="relu")
                                            for _ in range(3)]
                                         + [keras.layers.Dense(10)])),
     "lstm": (32, lambda n: np.random.randint(0, 5000, (n, 64)),

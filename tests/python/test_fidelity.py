@@ -26,6 +26,7 @@ pytest.importorskip("tensorflow", reason="the fidelity tier needs TensorFlow")
 pytest.importorskip("sklearn", reason="the fidelity scripts train on scikit-learn's digits")
 
 LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
+SHARDED = {"TFMPI_SHARDED_UPDATE": "1"}
 
 # kind: (script and arguments, environment, rank counts with Keras 3, with tf_keras).
 # tf_keras runs the kinds whose code paths differ from Keras 3's (its own trainer,
@@ -64,6 +65,14 @@ KINDS = {
     "save_then_load": (["train_save_load.py"], {}, (2, 3), (2,)),
     "compute_average_loss": (["train_average_loss.py"], {}, (2, 3), ()),
     "input_pipeline": (["train_input_pipeline.py"], {}, (2, 3), (2,)),
+    # each rank updates the variables it owns (Note [Sharded update]); the saved optimizer
+    # state is brought from the owners; a LossScaleOptimizer with global_clipnorm and
+    # sparse gradients run the full update instead, as without it
+    "fit_sharded_update": (["train_fit.py"], SHARDED, (2, 3), ()),
+    "custom_loop_sharded_update": (["train_custom_loop.py"], SHARDED, (2,), ()),
+    "gan_two_optimizers_sharded_update": (["train_gan.py"], SHARDED, (3,), ()),
+    "save_then_load_sharded_update": (["train_save_load.py"], SHARDED, (2,), ()),
+    "sparse_lossscale_clipnorm_sharded_update": (["train_sparse_lso_clip.py"], SHARDED, (2,), ()),
 }
 
 

@@ -13,5 +13,7 @@ from tfmpi.tensorflow.ops import (  # noqa: F401
     broadcast,
     grouped_allreduce,
     grouped_broadcast,
+    grouped_reduce,
+    owners_broadcast,
     world,
 )

@@ -18,10 +18,11 @@ _lib = tf.load_op_library(_LIB_PATH)
 # of a step (the loss, the gradients, the metric states) would then run one
 # after another, each waiting for its own engine cycle, although their data do
 # not depend on each other. The engine matches requests by name, not by order
-# (Note [Negotiation protocol]), so allreduces need no order: they are listed
-# with TensorFlow's order-insensitive ops, which still always run but only
-# wait for their inputs. Broadcasts and allgathers keep program order.
-ORDER_FREE_OPS = frozenset({"TfmpiAllreduce", "TfmpiGroupedAllreduce"})
+# (Note [Negotiation protocol]), so allreduces (and reduces to owners) need
+# no order: they are listed with TensorFlow's order-insensitive ops, which
+# still always run but only wait for their inputs. Broadcasts and allgathers
+# keep program order.
+ORDER_FREE_OPS = frozenset({"TfmpiAllreduce", "TfmpiGroupedAllreduce", "TfmpiGroupedReduce"})
 
 
 def _let_allreduces_run_concurrently():
@@ -72,6 +73,37 @@ def grouped_broadcast(tensors, root=0, names=None):
     if names is None or len(names) != len(tensors):
         raise ValueError("grouped_broadcast needs one name per tensor")
     return _lib.tfmpi_grouped_broadcast(tensors, root_rank=root, tensor_names=list(names))
+
+
+def _check_roots(what, tensors, roots, names):
+    if names is None or len(names) != len(tensors):
+        raise ValueError(f"{what} needs one name per tensor")
+    if len(roots) != len(tensors):
+        raise ValueError(f"{what} needs one root rank per tensor")
+    return [int(r) for r in roots]
+
+
+def grouped_reduce(tensors, roots, op="sum", names=None):
+    """Reduce tensor i over ranks onto rank roots[i] only; on the other ranks
+    output i is input i. One op: the engine runs a group of several roots as
+    one reduce-scatter (Note [Owner layout] in src/tfmpi/planning/owner_layout.h)."""
+    _check_op(op)
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    roots = _check_roots("grouped_reduce", tensors, roots, names)
+    return _lib.tfmpi_grouped_reduce(tensors, reduce_op=op, root_ranks=roots,
+                                     tensor_names=list(names))
+
+
+def owners_broadcast(tensors, roots, names=None):
+    """Every rank receives tensor i from rank roots[i] (one op; the engine
+    moves a group of several roots as one allgather)."""
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    roots = _check_roots("owners_broadcast", tensors, roots, names)
+    return _lib.tfmpi_owners_broadcast(tensors, root_ranks=roots, tensor_names=list(names))
 
 
 def allgather(tensor, name=None):
@@ -133,3 +165,5 @@ def _allgather_grad(op, grad):
 
 tf.no_gradient("TfmpiWorld")
 tf.no_gradient("TfmpiGroupedBroadcast")
+tf.no_gradient("TfmpiOwnersBroadcast")
+tf.no_gradient("TfmpiGroupedReduce")

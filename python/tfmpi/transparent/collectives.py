@@ -27,7 +27,7 @@ _riders = threading.local()
 
 # Dtypes the engine moves natively, and same-width stand-ins for a broadcast
 # (which only copies bytes) of the others.
-_NATIVE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64, tf.uint8, tf.bool}
+NATIVE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64, tf.uint8, tf.bool}
 _BITCAST = {tf.uint32: tf.int32, tf.uint64: tf.int64, tf.int8: tf.uint8, tf.int16: tf.float16,
             tf.uint16: tf.float16}
 
@@ -37,7 +37,7 @@ def broadcast_variables(variables, root=0):
     movable, values = [], []
     for v in variables:
         t = tf.convert_to_tensor(v)
-        if t.dtype in _NATIVE:
+        if t.dtype in NATIVE:
             values.append(t)
         elif t.dtype in _BITCAST:
             values.append(tf.bitcast(t, _BITCAST[t.dtype]) if t.shape.rank is not None else t)
@@ -142,6 +142,38 @@ def _buckets(dense, riders):
         groups.append(current)
     groups[-1] = groups[-1] + list(range(len(dense), len(dense) + riders))
     return groups
+
+
+def reduce_to_owners(grads, weight, roots):
+    """weight * grad summed over ranks onto rank roots[i] only (elsewhere the
+    result is this rank's own weighted gradient: unused). Tensors riding with
+    the gradients (riding_with_gradients) are summed on every rank, in an op
+    of their own. Note [Sharded update], sharded_update.py."""
+    riders = getattr(_riders, "current", None)
+    _riders.current = None
+    out = list(grads)
+    at = [i for i, g in enumerate(grads) if g is not None]
+    dense = [tf.math.multiply_no_nan(tf.convert_to_tensor(grads[i]),
+                                     tf.cast(weight, grads[i].dtype)) for i in at]
+    if dense:
+        done = tops.grouped_reduce(dense, [roots[i] for i in at], op="sum",
+                                   names=naming.names("owned_grad", len(dense)))
+        for i, r in zip(at, done):
+            out[i] = r
+    if riders is not None:
+        riders.reduced = allreduce_sum(riders.tensors, "riders") if riders.tensors else []
+    return out
+
+
+def broadcast_from_owners(variables, roots, role="owned_update"):
+    """Assign to every variable its value on rank roots[i] (one grouped op)."""
+    variables = list(variables)
+    if not variables:
+        return tf.no_op()
+    values = [tf.convert_to_tensor(v) for v in variables]
+    received = tops.owners_broadcast(values, roots, names=naming.names(role, len(values)))
+    assigns = [v.assign(r) for v, r, root in zip(variables, received, roots) if root != state.rank]
+    return tf.group(*[a for a in assigns if a is not None]) if assigns else tf.no_op()
 
 
 def allreduce_sum(tensors, role):

@@ -19,6 +19,7 @@ class Options:
     threads: str = "auto"            # "auto": thread pools sized to the rank's part of its host (threads.py)
     bind_cores: bool = False         # each rank keeps only its own CPUs (threads.py)
     gradient_buckets: int = 0        # bytes per gradient allreduce in backward order; 0: one (collectives.py)
+    sharded_update: bool = False     # each rank updates only the variables it owns (sharded_update.py)
 
 
 def _bool(name, default):
@@ -80,4 +81,5 @@ def load():
                    data_sharding=data,
                    threads=threads,
                    bind_cores=_bool("TFMPI_BIND_CORES", False),
-                   gradient_buckets=int(buckets))
+                   gradient_buckets=int(buckets),
+                   sharded_update=_bool("TFMPI_SHARDED_UPDATE", False))

@@ -6,11 +6,13 @@ from tfmpi.transparent import seeds, versions
 
 def install():
     from tfmpi.transparent import (batchnorm, input_sharding, losses, metrics_patches, optimizer_patches,
-                                   per_rank, randomness, side_effects, trainer_patches)
+                                   per_rank, randomness, sharded_update, side_effects,
+                                   trainer_patches)
 
     versions.check("keras")
     seeds.seed_keras()
     optimizer_patches.install()
+    sharded_update.install()
     trainer_patches.install()
     metrics_patches.install()
     losses.install_keras()

@@ -8,12 +8,15 @@ loss-scale finiteness checks and the update itself all see the global
 gradient, as in the 1-process run. LossScaleOptimizer overrides apply and
 calls its inner optimizer's apply: the outermost wrapper reduces, nested ones
 pass through, so no rank can disagree on the finite check. Before the first
-update, the variables being trained are broadcast from rank 0.
+update, the variables being trained are broadcast from rank 0. With
+TFMPI_SHARDED_UPDATE=1 the gradients go to their variables' owners instead,
+and each rank updates its own variables (Note [Sharded update],
+sharded_update.py).
 """
 
 import tensorflow as tf
 
-from tfmpi.transparent import batching, collectives, flags, shares, state, versions
+from tfmpi.transparent import batching, collectives, flags, shares, sharded_update, state, versions
 
 
 def reducing():
@@ -39,11 +42,15 @@ def passes_through():
     return flags.active("reducing") or state.size == 1
 
 
+def _before_update(opt, variables):
+    _sync_before_first_update(opt, variables)
+    shares.record_samples(batching.traced_split())
+
+
 def reduced_gradients(opt, grads, variables):
     """The global gradient for `variables` (broadcasting them first on the
     optimizer's first update)."""
-    _sync_before_first_update(opt, variables)
-    shares.record_samples(batching.traced_split())
+    _before_update(opt, variables)
     return collectives.reduce_gradients(grads, batching.weight_variable())
 
 
@@ -60,7 +67,14 @@ def wrap_apply(original):
         else:
             trainable_variables = list(trainable_variables)
             variables = trainable_variables
-        reduced = reduced_gradients(self, grads, variables)
+        if sharded_update.enabled():
+            _before_update(self, variables)
+            if sharded_update.apply(self, original, grads, variables, batching.weight_variable(),
+                                    reducing) is not None:
+                return None
+            reduced = collectives.reduce_gradients(grads, batching.weight_variable())
+        else:
+            reduced = reduced_gradients(self, grads, variables)
         with reducing():
             return original(self, reduced, trainable_variables)
 

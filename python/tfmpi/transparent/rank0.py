@@ -92,6 +92,10 @@ def share_outcome(what, run):
     """Rank 0 runs `run()`; every rank returns its result or raises its exception."""
     if state.size == 1 or inside():
         return run() if state.rank == 0 else None
+    from tfmpi.transparent import sharded_update
+
+    if sharded_update.enabled():  # the optimizer state written is the 1-process one
+        sharded_update.sync_state()
     result, error = None, None
     if state.rank == 0:
         with section():

@@ -8,13 +8,15 @@ LossScaleOptimizers call their inner optimizer's apply_gradients: as for
 Keras 3 only the outermost call reduces (../optimizer_patches.py).
 """
 
-from tfmpi.transparent import optimizer_patches
+from tfmpi.transparent import optimizer_patches, sharded_update
 
 
 def wrap_apply_gradients(original):
     def apply_gradients(self, grads_and_vars, *args, **kwargs):
         if optimizer_patches.passes_through():
             return original(self, grads_and_vars, *args, **kwargs)
+        if sharded_update.enabled():
+            sharded_update.tell("tf_keras optimizers are not sharded")
         pairs = list(grads_and_vars)
         if not pairs:
             return original(self, pairs, *args, **kwargs)

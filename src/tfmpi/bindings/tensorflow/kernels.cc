@@ -128,7 +128,7 @@ class ElementwiseCollectiveOp : public AsyncOpKernel {
     for (int i = 0; i < n; ++i) {
       Request req;
       req.meta.name = names_[i];
-      Describe(&req.meta);
+      Describe(&req.meta, i);
       req.output = DataOf(*outputs[i]);
       if (Prepare(ctx->input(i), countdown, &req)) reqs.push_back(std::move(req));
     }
@@ -136,8 +136,8 @@ class ElementwiseCollectiveOp : public AsyncOpKernel {
   }
 
  protected:
-  // Fills in the kind and its parameters (op, root).
-  virtual void Describe(TensorMeta* meta) const = 0;
+  // Fills in the kind and its parameters (op, root) of input i.
+  virtual void Describe(TensorMeta* meta, int i) const = 0;
 
  private:
   std::vector<std::string> names_;
@@ -148,7 +148,7 @@ class AllreduceOp : public ElementwiseCollectiveOp {
   explicit AllreduceOp(OpKernelConstruction* c) : ElementwiseCollectiveOp(c), op_(ReduceOpAttr(c)) {}
 
  protected:
-  void Describe(TensorMeta* meta) const override {
+  void Describe(TensorMeta* meta, int) const override {
     meta->kind = CollectiveKind::kAllreduce;
     meta->op = op_;
   }
@@ -157,20 +157,44 @@ class AllreduceOp : public ElementwiseCollectiveOp {
   ReduceOp op_;
 };
 
-class BroadcastOp : public ElementwiseCollectiveOp {
+// Broadcast from one root (root_rank) or, per input, from root_ranks[i]
+// (TfmpiOwnersBroadcast, TfmpiGroupedReduce).
+class RootedOp : public ElementwiseCollectiveOp {
  public:
-  explicit BroadcastOp(OpKernelConstruction* c) : ElementwiseCollectiveOp(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
+  RootedOp(OpKernelConstruction* c, CollectiveKind kind) : ElementwiseCollectiveOp(c), kind_(kind) {
+    if (c->HasAttr("root_ranks")) {
+      OP_REQUIRES_OK(c, c->GetAttr("root_ranks", &roots_));
+      OP_REQUIRES(c, static_cast<int>(roots_.size()) == c->num_inputs(),
+                  absl::InvalidArgumentError("root_ranks must name a root for every input"));
+    } else {
+      int root = 0;
+      OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root));
+      roots_.assign(static_cast<std::size_t>(c->num_inputs()), root);
+    }
+    if (kind == CollectiveKind::kReduce) op_ = ReduceOpAttr(c);
   }
 
  protected:
-  void Describe(TensorMeta* meta) const override {
-    meta->kind = CollectiveKind::kBroadcast;
-    meta->root = root_;
+  void Describe(TensorMeta* meta, int i) const override {
+    meta->kind = kind_;
+    meta->root = roots_[static_cast<std::size_t>(i)];
+    meta->op = op_;
   }
 
  private:
-  int root_ = 0;
+  CollectiveKind kind_;
+  std::vector<int> roots_;
+  ReduceOp op_ = ReduceOp::kSum;
+};
+
+class BroadcastOp : public RootedOp {
+ public:
+  explicit BroadcastOp(OpKernelConstruction* c) : RootedOp(c, CollectiveKind::kBroadcast) {}
+};
+
+class OwnerReduceOp : public RootedOp {
+ public:
+  explicit OwnerReduceOp(OpKernelConstruction* c) : RootedOp(c, CollectiveKind::kReduce) {}
 };
 
 class AllgatherOp : public AsyncOpKernel {
@@ -227,6 +251,8 @@ REGISTER_KERNEL_BUILDER(Name("TfmpiAllreduce").Device(::tensorflow::DEVICE_CPU),
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedAllreduce").Device(::tensorflow::DEVICE_CPU), AllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiOwnersBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedReduce").Device(::tensorflow::DEVICE_CPU), OwnerReduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiAllgather").Device(::tensorflow::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiWorld").Device(::tensorflow::DEVICE_CPU), WorldOp);
 

@@ -10,6 +10,16 @@ using ::tensorflow::shape_inference::InferenceContext;
 
 #define TFMPI_TYPES "{half, bfloat16, float, double, int32, int64, uint8, bool}"
 
+namespace {
+
+// Grouped ops: output i has input i's shape.
+absl::Status EachInputsShape(InferenceContext* c) {
+  for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 REGISTER_OP("TfmpiAllreduce")
     .Input("tensor: T")
     .Output("sum: T")
@@ -27,10 +37,7 @@ REGISTER_OP("TfmpiGroupedAllreduce")
     .Attr("reduce_op: {'sum', 'average', 'min', 'max', 'product'} = 'sum'")
     .Attr("tensor_names: list(string)")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(EachInputsShape)
     .Doc("Allreduces a list of tensors as one op (one engine request each, fused).");
 
 REGISTER_OP("TfmpiBroadcast")
@@ -50,11 +57,30 @@ REGISTER_OP("TfmpiGroupedBroadcast")
     .Attr("root_rank: int")
     .Attr("tensor_names: list(string)")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(EachInputsShape)
     .Doc("Broadcasts a list of tensors from root_rank as one op.");
+
+REGISTER_OP("TfmpiOwnersBroadcast")
+    .Input("tensors: T")
+    .Output("outputs: T")
+    .Attr("T: list(" TFMPI_TYPES ")")
+    .Attr("root_ranks: list(int)")
+    .Attr("tensor_names: list(string)")
+    .SetIsStateful()
+    .SetShapeFn(EachInputsShape)
+    .Doc("Every rank receives each tensor from its own root, root_ranks[i], as one op.");
+
+REGISTER_OP("TfmpiGroupedReduce")
+    .Input("tensors: T")
+    .Output("reduced: T")
+    .Attr("T: list(" TFMPI_TYPES ")")
+    .Attr("reduce_op: {'sum', 'average', 'min', 'max', 'product'} = 'sum'")
+    .Attr("root_ranks: list(int)")
+    .Attr("tensor_names: list(string)")
+    .SetIsStateful()
+    .SetShapeFn(EachInputsShape)
+    .Doc("Reduces tensor i over all ranks onto rank root_ranks[i] only (its owner); on the "
+         "other ranks output i is input i. One op: the engine runs it as reduce-scatters.");
 
 REGISTER_OP("TfmpiAllgather")
     .Input("tensor: T")

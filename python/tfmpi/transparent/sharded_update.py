@@ -1,0 +1,182 @@
+"""The sharded optimizer update (TFMPI_SHARDED_UPDATE=1): each rank applies
+the optimizer to the variables it owns, not to all of them.
+
+Note [Sharded update]
+Every trainable variable of an optimizer has one owner, dealt once over the
+list the optimizer was built with (largest first, each to the rank holding the
+fewest bytes so far): the same on every rank, and it never changes. A step:
+- the weighted gradients (batching.py) are summed onto their owners, one
+  grouped reduce that the engine runs as reduce-scatters (Note [Owner layout]
+  in src/tfmpi/planning/owner_layout.h);
+- each rank runs the optimizer's apply on the variables it owns, with their
+  global gradients, so per-variable clipping, weight decay, constraints and the
+  update are the 1-process ones;
+- every variable's new value comes from its owner, one grouped broadcast that
+  the engine runs as allgathers.
+That moves the bytes of one allreduce (a reduce-scatter and an allgather), and
+each rank computes about 1/N of the update. The iteration counter advances on
+every rank (a rank that owns nothing counts the step itself, as Keras' apply
+returns early without gradients).
+
+Optimizer state: the slots (momenta, accumulators) exist on every rank, as
+they are made when the optimizer is built, but only the owner's are kept up to
+date. Every slot is brought from its owner before anything is written (Note
+[Rank-0 sections], rank0.py) and when fit returns, so saved files and the
+state fit leaves are the 1-process run's. Memory is not saved.
+
+The whole update runs on every rank instead (said once, with the reason) with
+global_clipnorm (the norm needs every gradient), a LossScaleOptimizer (its
+finite check), use_ema (the averages read every variable before the new values
+arrive), sparse gradients (IndexedSlices), and variables of dtypes the engine
+does not move. tf_keras optimizers are not sharded.
+"""
+
+import sys
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from tfmpi.transparent import collectives, state
+
+_owners = weakref.WeakKeyDictionary()  # optimizer -> owner rank per built variable index
+_slots = weakref.WeakKeyDictionary()   # optimizer -> [(variable, slot)] from add_variable_from_reference
+_sharded = []                          # optimizers that took a sharded step, in order (every rank alike)
+_told = set()
+
+
+def enabled():
+    return state.size > 1 and state.options is not None and state.options.sharded_update
+
+
+def _why_not(opt, grads, variables):
+    if getattr(opt, "global_clipnorm", None):
+        return "global_clipnorm needs the norm of every gradient"
+    if type(opt).__name__ == "LossScaleOptimizer":
+        return "a LossScaleOptimizer checks every gradient"
+    if getattr(opt, "use_ema", False):
+        return "use_ema averages every variable"
+    if any(isinstance(g, tf.IndexedSlices) for g in grads):
+        return "sparse gradients (IndexedSlices)"
+    if any(tf.as_dtype(v.dtype) not in collectives.NATIVE for v in variables):
+        return "a variable of a dtype the engine does not move"
+    return None
+
+
+def tell(reason):
+    if reason not in _told:
+        _told.add(reason)
+        if state.rank == 0:
+            print(f"tfmpi: the optimizer update runs in full on every rank (TFMPI_SHARDED_UPDATE): "
+                  f"{reason}", file=sys.stderr)
+
+
+def _bytes(v):
+    return int(np.prod(v.shape, dtype=np.int64)) * tf.as_dtype(v.dtype).size
+
+
+def deal_owners(sizes, ranks):
+    """Owner rank of each of `sizes` (bytes): largest first, each to the rank
+    with the fewest bytes so far (the lowest such rank on a tie)."""
+    load = [0] * ranks
+    owners = [0] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        r = min(range(ranks), key=lambda r: (load[r], r))
+        owners[i] = r
+        load[r] += sizes[i]
+    return owners
+
+
+def _owner_of(opt):
+    owners = _owners.get(opt)
+    if owners is None:
+        owners = deal_owners([_bytes(v) for v in opt._trainable_variables], state.size)
+        _owners[opt] = owners
+    return lambda v: owners[opt._get_variable_index(v)]
+
+
+def _build(opt, variables):
+    """Builds `opt` on all of `variables` (as its apply would), so that every
+    rank has every slot, whichever it owns."""
+    if opt.built:
+        return
+    from keras.src import backend
+
+    with backend.name_scope(opt.name, caller=opt):
+        opt.build(variables)
+    opt.built = True
+
+
+def apply(opt, original, grads, variables, weight, reducing):
+    """Keras' apply of `opt` (the unwrapped `original`), sharded; None where
+    this update can't be (the caller then runs the full update)."""
+    reason = _why_not(opt, grads, variables)
+    if reason is not None:
+        tell(reason)
+        return None
+    _build(opt, variables)
+    owner = _owner_of(opt)
+    if not any(o is opt for o in _sharded):
+        _sharded.append(opt)
+    roots = [owner(v) for v in variables]
+    reduced = collectives.reduce_to_owners(grads, weight, roots)
+    mine = [(g, v) for g, v, r in zip(reduced, variables, roots)
+            if r == state.rank and g is not None]
+    with reducing():
+        if mine:
+            original(opt, [g for g, _ in mine], [v for _, v in mine])
+        else:
+            opt.iterations.assign_add(1)
+    updated = [(v, r) for g, v, r in zip(grads, variables, roots) if g is not None]
+    return collectives.broadcast_from_owners([v for v, _ in updated], [r for _, r in updated])
+
+
+def record_slot(opt, variable, slot):
+    _slots.setdefault(opt, []).append((variable, slot))
+
+
+def sync_state():
+    """Every slot of every sharded optimizer from its variable's owner (Note
+    [Sharded update]). Eager, on every rank at the same point."""
+    for opt in _sharded:
+        owner = _owner_of(opt)
+        pairs = [(slot, owner(v)) for v, slot in _slots.get(opt, ())]
+        if pairs:
+            collectives.broadcast_from_owners([s for s, _ in pairs], [r for _, r in pairs],
+                                              role="owned_state")
+
+
+def install():
+    """Records optimizer slots; brings them from their owners when fit returns."""
+    import functools
+
+    if not enabled():
+        return
+
+    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+    from keras.src.optimizers import base_optimizer
+
+    cls = base_optimizer.BaseOptimizer
+    if getattr(cls.add_variable_from_reference, "_tfmpi_wrapped", False):
+        return
+    original_add = cls.add_variable_from_reference
+
+    @functools.wraps(original_add)
+    def add_variable_from_reference(self, reference_variable, *args, **kwargs):
+        slot = original_add(self, reference_variable, *args, **kwargs)
+        record_slot(self, reference_variable, slot)
+        return slot
+
+    add_variable_from_reference._tfmpi_wrapped = True
+    cls.add_variable_from_reference = add_variable_from_reference
+    original_fit = TensorFlowTrainer.fit
+
+    @functools.wraps(original_fit)
+    def fit(self, *args, **kwargs):
+        history = original_fit(self, *args, **kwargs)
+        if enabled():
+            sync_state()
+        return history
+
+    TensorFlowTrainer.fit = fit
+

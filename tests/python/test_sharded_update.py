@@ -1,0 +1,119 @@
+"""The sharded optimizer update (TFMPI_SHARDED_UPDATE=1, Note [Sharded
+update], python/tfmpi/transparent/sharded_update.py): every variable has one
+owner rank, only the owner runs the optimizer on it, and the owner's slots
+are the only ones kept current until something is written. The fidelity
+kinds *_sharded_update (test_fidelity.py) compare whole runs with one
+process; these tests show the sharding is real: before a save, each rank's
+slots match the 1-process run's for the variables it owns and are still at
+their initial zeros for the others; after it, every slot on every rank
+matches, as does the optimizer state in the saved file."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from mpirun_util import run
+
+pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
+
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+SCRIPT = """
+import json, os, sys
+import numpy as np, tensorflow as tf, keras
+out, clip = sys.argv[1], os.environ.get("CLIP", "norm")
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+keras.utils.set_random_seed(2)
+rng = np.random.default_rng(0)
+x = rng.normal(size=(192, 6)).astype("float32")
+y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
+model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
+                          keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
+kwargs = {"global_clipnorm": 1.0} if clip == "global" else {"clipnorm": 0.5}
+opt = keras.optimizers.Adam(0.01, weight_decay=0.01, **kwargs)
+loss_fn = keras.losses.MeanSquaredError()
+model.compile(opt, loss_fn)  # so that model.save writes the optimizer's state
+
+@tf.function
+def step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(yb, model(xb, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+losses = [float(step(xb, yb)) for xb, yb in
+          tf.data.Dataset.from_tensor_slices((x, y)).batch(32)]
+def slots():
+    return [np.asarray(v).tolist() for v in opt.variables[2:]]  # after iterations, learning rate
+before = slots()
+model.save(os.path.join(out, "model.keras"))
+after = slots()
+owners = []
+if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
+    from tfmpi.transparent import sharded_update
+    own = sharded_update._owners.get(opt)
+    owners = [] if own is None else list(own)
+loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
+json.dump({"loss": losses, "weights": [w.tolist() for w in model.get_weights()],
+           "before": before, "after": after, "owners": owners,
+           "saved": [np.asarray(v).tolist() for v in loaded.optimizer.variables[2:]],
+           "iterations": int(opt.iterations.numpy())},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def _run(argv, out, env):
+    out.mkdir()
+    r = run(argv + [str(out)], 300, env={**QUIET, **env})
+    assert r.returncode == 0, r.stdout
+    return r
+
+
+def _close(a, b, what):
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, tmp_path):
+    args = [sys.executable, "-c", SCRIPT]
+    _run(args, tmp_path / "one", {})
+    _run(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    owners = None
+    for rank in range(np_):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        assert got["iterations"] == ref["iterations"] == 6
+        owners = owners or got["owners"]
+        assert got["owners"] == owners and len(owners) == 6, got["owners"]
+        assert set(owners) == set(range(np_)), f"every rank owns something: {owners}"
+        # Adam's slots: a momentum and a velocity per variable, in variable order.
+        for k, (b, r) in enumerate(zip(got["before"], ref["after"])):
+            variable = k // 2
+            if owners[variable] == rank:
+                _close([b], [r], f"rank {rank}: slot {k} of its own variable {variable}")
+            else:
+                assert not np.any(b), f"rank {rank} updated slot {k} of rank {owners[variable]}'s"
+        _close(got["after"], ref["after"], f"rank {rank} slots after the save")
+        _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
+
+
+def test_global_clipnorm_runs_the_full_update_and_says_why(tmp_path):
+    # The global norm needs every gradient: every rank updates every variable
+    # (all slots current before any save), said once on rank 0.
+    args = [sys.executable, "-c", SCRIPT]
+    env = {"CLIP": "global"}
+    _run(args, tmp_path / "one", env)
+    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    assert r.stdout.count("global_clipnorm needs the norm of every gradient") == 1, r.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+        _close(got["before"], ref["after"], f"rank {rank} slots before the save")
+        assert got["owners"] == []
