@@ -32,6 +32,10 @@ class ForwardingCommunicator : public Communicator {
                     DataType dtype) override {
     return inner_->Allgatherv(in, out, counts, dtype);
   }
+  Status Reduce(const void* in, void* out, std::size_t count, DataType dtype, ReduceOp op,
+                int root) override {
+    return inner_->Reduce(in, out, count, dtype, op, root);
+  }
   Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
                        DataType dtype, ReduceOp op) override {
     return inner_->ReduceScatter(in, out, counts, dtype, op);

@@ -70,7 +70,7 @@ def wrap_apply(original):
         if sharded_update.enabled():
             _before_update(self, variables)
             if sharded_update.apply(self, original, grads, variables, batching.weight_variable(),
-                                    reducing) is not None:
+                                    reducing):
                 return None
             reduced = collectives.reduce_gradients(grads, batching.weight_variable())
         else:

@@ -6,8 +6,9 @@ Every trainable variable of an optimizer has one owner, dealt once over the
 list the optimizer was built with (largest first, each to the rank holding the
 fewest bytes so far): the same on every rank, and it never changes. A step:
 - the weighted gradients (batching.py) are summed onto their owners, one
-  grouped reduce that the engine runs as reduce-scatters (Note [Owner layout]
-  in src/tfmpi/planning/owner_layout.h);
+  grouped reduce that the engine runs as reduce-scatters over the fused small
+  ones (Note [Owner layout] in src/tfmpi/planning/owner_layout.h) and as a
+  reduce to its owner for each large one;
 - each rank runs the optimizer's apply on the variables it owns, with their
   global gradients, so per-variable clipping, weight decay, constraints and the
   update are the 1-process ones;
@@ -27,8 +28,12 @@ state fit leaves are the 1-process run's. Memory is not saved.
 The whole update runs on every rank instead (said once, with the reason) with
 global_clipnorm (the norm needs every gradient), a LossScaleOptimizer (its
 finite check), use_ema (the averages read every variable before the new values
-arrive), sparse gradients (IndexedSlices), and variables of dtypes the engine
-does not move. tf_keras optimizers are not sharded.
+arrive), sparse gradients (IndexedSlices), variables of dtypes the engine does
+not move, and optimizers with state not made per variable (Adafactor's
+factored moments). The choice is made at an optimizer's first update: a later
+update of a sharded optimizer that can't be sharded (sparse gradients, say)
+stops with an error naming TFMPI_SHARDED_UPDATE=0. tf_keras optimizers are not
+sharded.
 """
 
 import sys
@@ -50,6 +55,9 @@ def enabled():
 
 
 def _why_not(opt, grads, variables):
+    """Why this update of `opt` can't be sharded, or None."""
+    if not opt.built and not variables:
+        return "the optimizer is not built"  # Keras' own apply says what is wrong
     if getattr(opt, "global_clipnorm", None):
         return "global_clipnorm needs the norm of every gradient"
     if type(opt).__name__ == "LossScaleOptimizer":
@@ -107,16 +115,37 @@ def _build(opt, variables):
     opt.built = True
 
 
+def _unrecorded_slots(opt):
+    """Optimizer variables other than the step counter and learning rate that
+    add_variable_from_reference did not make (so no owner is known for them)."""
+    known = {id(slot) for _, slot in _slots.get(opt, ())}
+    known.add(id(opt.iterations))
+    known.add(id(getattr(opt, "_learning_rate", None)))
+    return [v for v in opt.variables if id(v) not in known]
+
+
 def apply(opt, original, grads, variables, weight, reducing):
-    """Keras' apply of `opt` (the unwrapped `original`), sharded; None where
-    this update can't be (the caller then runs the full update)."""
+    """Keras' apply of `opt` (the unwrapped `original`), sharded. False where
+    this optimizer's updates are not sharded (the caller then runs the full
+    update); once an optimizer took a sharded step, every later step is
+    sharded too, or refused: a full update would read the slots other ranks
+    own, which are not current here."""
+    sharded = any(o is opt for o in _sharded)
     reason = _why_not(opt, grads, variables)
+    if reason is None and not sharded:
+        _build(opt, variables)
+        if _unrecorded_slots(opt):
+            reason = (f"{type(opt).__name__} keeps state that is not made per variable "
+                      "(add_variable), so it has no owner")
     if reason is not None:
+        if sharded:
+            raise ValueError(
+                f"tfmpi: this optimizer's updates are sharded (TFMPI_SHARDED_UPDATE=1), but this "
+                f"update can't be: {reason}. Set TFMPI_SHARDED_UPDATE=0")
         tell(reason)
-        return None
-    _build(opt, variables)
+        return False
     owner = _owner_of(opt)
-    if not any(o is opt for o in _sharded):
+    if not sharded:
         _sharded.append(opt)
     roots = [owner(v) for v in variables]
     reduced = collectives.reduce_to_owners(grads, weight, roots)
@@ -128,7 +157,8 @@ def apply(opt, original, grads, variables, weight, reducing):
         else:
             opt.iterations.assign_add(1)
     updated = [(v, r) for g, v, r in zip(grads, variables, roots) if g is not None]
-    return collectives.broadcast_from_owners([v for v, _ in updated], [r for _, r in updated])
+    collectives.broadcast_from_owners([v for v, _ in updated], [r for _, r in updated])
+    return True
 
 
 def record_slot(opt, variable, slot):

@@ -1,6 +1,7 @@
-// The executor's groups of several owners: a fused reduce runs as one
-// reduce-scatter per round and a broadcast of several roots as one allgather
-// per round, over the layout of Note [Owner layout] (planning/owner_layout.h).
+// Reduces to owners, and the executor's broadcast groups of several roots: a
+// fused reduce of several owners runs as one reduce-scatter per round and a
+// broadcast of several roots as one allgather per round, over the layout of
+// Note [Owner layout] (planning/owner_layout.h).
 #include <cstring>
 
 #include "tfmpi/common/reduce.h"
@@ -16,48 +17,48 @@ std::size_t Elements(const TensorMeta& meta) { return static_cast<std::size_t>(N
 }  // namespace
 
 // Each tensor is reduced to its root; elsewhere its output is its input.
+// One root: MPI's reduce (straight from the caller's buffer when alone);
+// several: reduce-scatter rounds over the owner layout.
 Status Executor::RunReduce(Group& group) {
   const TensorMeta& meta = group.front()->response->meta;
   const DataType dtype = meta.dtype;
   const std::size_t elem = DataTypeSize(dtype);
   const bool average = meta.op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : meta.op;
+  const double scale = 1.0 / comm_->size();
   const int me = comm_->rank();
 
   std::vector<std::size_t> segments(static_cast<std::size_t>(comm_->size()), 0);
   std::vector<std::size_t> starts;  // each tensor's start in its root's segment
+  bool one_root = true;
   for (const Item* it : group) {
-    std::size_t& segment = segments[static_cast<std::size_t>(it->response->meta.root)];
+    const int root = it->response->meta.root;
+    one_root = one_root && root == meta.root;
+    std::size_t& segment = segments[static_cast<std::size_t>(root)];
     starts.push_back(segment);
     segment += Elements(it->response->meta);
   }
-  const planning::OwnerLayout layout(segments, comm_->MaxMessageElements());
-  const std::size_t mine = segments[static_cast<std::size_t>(me)];
   for (Item* it : group)  // not reduced here: the output is the input
     if (it->response->meta.root != me && it->request.output != it->request.input &&
         it->response->meta.bytes())
       std::memcpy(it->request.output, it->request.input, it->response->meta.bytes());
+  const std::size_t mine = segments[static_cast<std::size_t>(me)];
 
   const Clock::time_point a = Clock::now();
-  Status s;
-  if (group.size() == 1) {  // one segment: the input is already laid out (no copies)
+  if (group.size() == 1) {
     Item& it = *group.front();
-    char scratch = 0;
-    const char* in = static_cast<const char*>(it.request.input);
-    char* out = meta.root == me ? static_cast<char*>(it.request.output) : &scratch;
-    for (std::size_t k = 0; k < layout.rounds() && s.ok(); ++k)
-      s = comm_->ReduceScatter(in + layout.round_offset(k) * elem,
-                               meta.root == me ? out + layout.piece_start(me, k) * elem : out,
-                               layout.counts(k), dtype, op);
+    Status s = comm_->Reduce(it.request.input, it.request.output, Elements(meta), dtype, op,
+                             meta.root);
     const Clock::time_point b = Clock::now();
     Trace(it, "COLLECTIVE", a, b);
     if (s.ok() && average && mine > 0) {
-      ScaleBuffer(it.request.output, mine, dtype, 1.0 / comm_->size());
+      ScaleBuffer(it.request.output, mine, dtype, scale);
       Trace(it, "COPY_OUT", b, Clock::now());
     }
     return s;
   }
 
+  const planning::OwnerLayout layout(segments, one_root ? 0 : comm_->MaxMessageElements());
   char* buffer = FusionBuffer(layout.total() * elem);
   for (std::size_t i = 0; i < group.size(); ++i) {
     const TensorMeta& m = group[i]->response->meta;
@@ -67,25 +68,29 @@ Status Executor::RunReduce(Group& group) {
                           std::memcpy(buffer + at * elem, in + (from - starts[i]) * elem, n * elem);
                         });
   }
-  if (owned_buffer_.size() < mine * elem) owned_buffer_.resize(mine * elem);
-  char* owned = owned_buffer_.data();
   const Clock::time_point b = Clock::now();
-  for (std::size_t k = 0; k < layout.rounds() && s.ok(); ++k)
-    s = comm_->ReduceScatter(buffer + layout.round_offset(k) * elem,
-                             owned + layout.piece_start(me, k) * elem, layout.counts(k), dtype, op);
+  Status s;
+  char* owned = buffer;  // one root: reduced in place, the root's segment is the buffer
+  if (one_root) {
+    s = comm_->Reduce(buffer, buffer, layout.total(), dtype, op, meta.root);
+  } else {
+    if (owned_buffer_.size() < mine * elem) owned_buffer_.resize(mine * elem);
+    owned = owned_buffer_.data();
+    for (std::size_t k = 0; k < layout.rounds() && s.ok(); ++k)
+      s = comm_->ReduceScatter(buffer + layout.round_offset(k) * elem,
+                               owned + layout.piece_start(me, k) * elem, layout.counts(k), dtype, op);
+  }
   const Clock::time_point c = Clock::now();
   if (s.ok()) {
     for (std::size_t i = 0; i < group.size(); ++i) {
       const TensorMeta& m = group[i]->response->meta;
       const std::size_t n = Elements(m);
       if (m.root != me || n == 0) continue;
-      if (average) ScaleCopy(group[i]->request.output, owned + starts[i] * elem, n, dtype,
-                             1.0 / comm_->size());
+      if (average) ScaleCopy(group[i]->request.output, owned + starts[i] * elem, n, dtype, scale);
       else std::memcpy(group[i]->request.output, owned + starts[i] * elem, n * elem);
     }
   }
-  const Clock::time_point d = Clock::now();
-  TraceFused(group, a, b, c, d);
+  TraceFused(group, a, b, c, Clock::now());
   return s;
 }
 

@@ -22,9 +22,11 @@ OwnerLayout::OwnerLayout(std::vector<std::size_t> segments, std::size_t max_roun
     return n;
   };
   if (max_round > 0 && total_ > max_round) {
-    rounds_ = CeilDiv(total_, max_round);
-    // Rounding each piece up can overshoot by up to one element per rank.
-    while (round_size(rounds_) > max_round && rounds_ < total_) ++rounds_;
+    const std::size_t longest = *std::max_element(segments_.begin(), segments_.end());
+    rounds_ = std::min(CeilDiv(total_, max_round), longest);
+    // Rounding each piece up can overshoot by up to one element per rank;
+    // past `longest` rounds every piece is one element and no round is smaller.
+    while (round_size(rounds_) > max_round && rounds_ < longest) ++rounds_;
   }
   piece_.resize(segments_.size());
   for (std::size_t r = 0; r < segments_.size(); ++r) piece_[r] = CeilDiv(segments_[r], rounds_);

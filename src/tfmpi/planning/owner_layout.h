@@ -23,7 +23,8 @@ namespace tfmpi::planning {
 class OwnerLayout {
  public:
   // `segments[r]`: rank r's elements; each round moves at most
-  // `max_round` elements in all (0: no limit), and at least one per round.
+  // `max_round` elements in all (0: no limit), unless that is fewer than the
+  // ranks with elements: then each round takes one element of every segment.
   OwnerLayout(std::vector<std::size_t> segments, std::size_t max_round);
 
   std::size_t rounds() const { return rounds_; }

@@ -43,14 +43,19 @@ class OwningMpiCommunicator final : public Communicator {
                     DataType t) override {
     return c_->Allgatherv(in, out, counts, t);
   }
+  Status Reduce(const void* in, void* out, std::size_t n, DataType t, ReduceOp op,
+                int root) override {
+    if (!skip_data_) return c_->Reduce(in, out, n, t, op, root);
+    if (c_->rank() == root && in != out && n) std::memcpy(out, in, n * DataTypeSize(t));
+    return Status::Ok();
+  }
   Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
                        DataType t, ReduceOp op) override {
     if (!skip_data_) return c_->ReduceScatter(in, out, counts, t, op);
     std::size_t before = 0;  // this rank's block, unreduced
     for (int r = 0; r < c_->rank(); ++r) before += counts[static_cast<std::size_t>(r)];
     const std::size_t n = counts[static_cast<std::size_t>(c_->rank())] * DataTypeSize(t);
-    if (in != out && n)
-      std::memmove(out, static_cast<const char*>(in) + before * DataTypeSize(t), n);
+    if (n) std::memcpy(out, static_cast<const char*>(in) + before * DataTypeSize(t), n);
     return Status::Ok();
   }
   Status Barrier() override { return c_->Barrier(); }

@@ -39,11 +39,16 @@ class Communicator {
   // rank order. `in` may be this rank's block of out (in place).
   virtual Status Allgatherv(const void* in, void* out, const std::vector<std::size_t>& counts,
                             DataType dtype) = 0;
+  // out[i] on rank `root` = in[i] reduced over ranks; out is not written
+  // elsewhere (it may be null there). in == out on the root means in place.
+  // `op` is never kAverage.
+  virtual Status Reduce(const void* in, void* out, std::size_t count, DataType dtype, ReduceOp op,
+                        int root) = 0;
   // `in` holds one block per rank, in rank order (counts[r] elements each);
-  // out receives this rank's block reduced over ranks (counts[rank()]
-  // elements). in == out means in place: the result is at the start of out.
-  // One call moves sum(counts) elements; the caller keeps that within
-  // MaxMessageElements() (Note [Owner layout]). `op` is never kAverage.
+  // out, which must not overlap in, receives this rank's block reduced over
+  // ranks (counts[rank()] elements). One call moves sum(counts) elements;
+  // the caller keeps that within MaxMessageElements() (Note [Owner layout]).
+  // `op` is never kAverage.
   virtual Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
                                DataType dtype, ReduceOp op) = 0;
   virtual Status Barrier() = 0;

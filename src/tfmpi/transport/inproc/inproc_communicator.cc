@@ -88,6 +88,18 @@ Status InProcCommunicator::Allgatherv(const void* in, void* out,
   return Status::Ok();
 }
 
+Status InProcCommunicator::Reduce(const void* in, void* out, std::size_t count, DataType dtype,
+                                  ReduceOp op, int root) {
+  const std::size_t bytes = count * DataTypeSize(dtype);
+  std::vector<std::string> all;
+  TFMPI_RETURN_IF_ERROR(
+      world_->Exchange(rank_, std::string(static_cast<const char*>(in), bytes), &all));
+  if (rank_ != root || bytes == 0) return Status::Ok();
+  std::memcpy(out, all[0].data(), bytes);
+  for (std::size_t r = 1; r < all.size(); ++r) ReduceInto(out, all[r].data(), count, dtype, op);
+  return Status::Ok();
+}
+
 Status InProcCommunicator::ReduceScatter(const void* in, void* out,
                                          const std::vector<std::size_t>& counts, DataType dtype,
                                          ReduceOp op) {

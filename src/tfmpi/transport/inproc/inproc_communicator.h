@@ -53,6 +53,8 @@ class InProcCommunicator final : public Communicator {
   Status Broadcast(void* buf, std::size_t count, DataType dtype, int root) override;
   Status Allgatherv(const void* in, void* out, const std::vector<std::size_t>& counts,
                     DataType dtype) override;
+  Status Reduce(const void* in, void* out, std::size_t count, DataType dtype, ReduceOp op,
+                int root) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
                        DataType dtype, ReduceOp op) override;
   Status Barrier() override;

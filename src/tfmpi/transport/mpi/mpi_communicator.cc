@@ -291,9 +291,25 @@ Status MpiCommunicator::ReduceScatter(const void* in, void* out,
     icounts[r] = static_cast<int>(counts[r]);
   }
   if (total == 0) return Status::Ok();
-  const void* src = in == out ? MPI_IN_PLACE : in;
-  return MpiStatus(MPI_Reduce_scatter(src, out, icounts.data(), TypeFor(dtype), mpi_op, comm_.get()),
+  return MpiStatus(MPI_Reduce_scatter(in, out, icounts.data(), TypeFor(dtype), mpi_op, comm_.get()),
                    "MPI_Reduce_scatter");
+}
+
+// Note [Large messages] as for Allreduce: consecutive chunks.
+Status MpiCommunicator::Reduce(const void* in, void* out, std::size_t count, DataType dtype,
+                               ReduceOp op, int root) {
+  MPI_Op mpi_op;
+  TFMPI_RETURN_IF_ERROR(OpFor(dtype, op, &mpi_op));
+  const std::size_t elem = DataTypeSize(dtype);
+  const bool in_place = rank_ == root && in == out;  // MPI_IN_PLACE is the root's alone
+  for (std::size_t off = 0; off < count; off += options_.max_message_elements) {
+    int n = static_cast<int>(std::min(options_.max_message_elements, count - off));
+    const void* src = in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + off * elem;
+    void* dst = rank_ == root ? static_cast<char*>(out) + off * elem : nullptr;
+    TFMPI_RETURN_IF_ERROR(
+        MpiStatus(MPI_Reduce(src, dst, n, TypeFor(dtype), mpi_op, root, comm_.get()), "MPI_Reduce"));
+  }
+  return Status::Ok();
 }
 
 Status MpiCommunicator::Barrier() { return MpiStatus(MPI_Barrier(comm_.get()), "MPI_Barrier"); }

@@ -60,6 +60,8 @@ class MpiCommunicator final : public Communicator {
   Status BitwiseAnd(std::uint64_t* words, std::size_t n) override;
   Status SetMaxMessageElements(std::size_t count) override;
   std::size_t MaxMessageElements() const override { return options_.max_message_elements; }
+  Status Reduce(const void* in, void* out, std::size_t count, DataType dtype, ReduceOp op,
+                int root) override;
   Status ReduceScatter(const void* in, void* out, const std::vector<std::size_t>& counts,
                        DataType dtype, ReduceOp op) override;
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
