@@ -166,14 +166,16 @@ def reduce_to_owners(grads, weight, roots):
 
 
 def broadcast_from_owners(variables, roots, role="owned_update"):
-    """Assign to every variable its value on rank roots[i] (one grouped op)."""
+    """Assign to every variable its value on rank roots[i] (one grouped op;
+    inside a tf.function the assignments run as the function's stateful ops)."""
     variables = list(variables)
     if not variables:
-        return tf.no_op()
+        return
     values = [tf.convert_to_tensor(v) for v in variables]
     received = tops.owners_broadcast(values, roots, names=naming.names(role, len(values)))
-    assigns = [v.assign(r) for v, r, root in zip(variables, received, roots) if root != state.rank]
-    return tf.group(*[a for a in assigns if a is not None]) if assigns else tf.no_op()
+    for v, r, root in zip(variables, received, roots):
+        if root != state.rank:
+            v.assign(r)
 
 
 def allreduce_sum(tensors, role):

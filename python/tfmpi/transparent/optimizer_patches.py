@@ -67,14 +67,12 @@ def wrap_apply(original):
         else:
             trainable_variables = list(trainable_variables)
             variables = trainable_variables
-        if sharded_update.enabled():
-            _before_update(self, variables)
-            if sharded_update.apply(self, original, grads, variables, batching.weight_variable(),
-                                    reducing):
-                return None
-            reduced = collectives.reduce_gradients(grads, batching.weight_variable())
-        else:
-            reduced = reduced_gradients(self, grads, variables)
+        _before_update(self, variables)
+        weight = batching.weight_variable()
+        if sharded_update.enabled() and sharded_update.apply(self, original, grads, variables,
+                                                             weight, reducing):
+            return None
+        reduced = collectives.reduce_gradients(grads, weight)
         with reducing():
             return original(self, reduced, trainable_variables)
 

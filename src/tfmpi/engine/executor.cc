@@ -122,13 +122,15 @@ Status Executor::RunGroup(Group& group) {
   return Status::Internal("unknown collective kind");
 }
 
+Executor::Reduction Executor::ReductionOf(const TensorMeta& meta) const {
+  const bool average = meta.op == ReduceOp::kAverage;
+  return {meta.dtype, DataTypeSize(meta.dtype), average, average ? ReduceOp::kSum : meta.op,
+          1.0 / comm_->size()};
+}
+
 Status Executor::RunAllreduce(Group& group) {
   const TensorMeta& meta = group.front()->response->meta;
-  const DataType dtype = meta.dtype;
-  const std::size_t elem = DataTypeSize(dtype);
-  const bool average = meta.op == ReduceOp::kAverage;
-  const ReduceOp op = average ? ReduceOp::kSum : meta.op;
-  const double scale = 1.0 / comm_->size();
+  const auto [dtype, elem, average, op, scale] = ReductionOf(meta);
 
   if (group.size() == 1) {  // direct: no copies (Note [Fusion rules])
     Item& it = *group.front();

@@ -54,6 +54,15 @@ class Executor {
     Request request;
   };
   using Group = std::vector<Item*>;
+  // A reduction as the transport runs it: an average is a sum scaled by 1/size.
+  struct Reduction {
+    DataType dtype;
+    std::size_t elem;  // bytes per element
+    bool average;
+    ReduceOp op;  // never kAverage
+    double scale;
+  };
+  Reduction ReductionOf(const TensorMeta& meta) const;
   Status RunGroup(Group& group);
   Status RunAllreduce(Group& group);
   Status RunBroadcast(Group& group);

@@ -21,11 +21,7 @@ std::size_t Elements(const TensorMeta& meta) { return static_cast<std::size_t>(N
 // several: reduce-scatter rounds over the owner layout.
 Status Executor::RunReduce(Group& group) {
   const TensorMeta& meta = group.front()->response->meta;
-  const DataType dtype = meta.dtype;
-  const std::size_t elem = DataTypeSize(dtype);
-  const bool average = meta.op == ReduceOp::kAverage;
-  const ReduceOp op = average ? ReduceOp::kSum : meta.op;
-  const double scale = 1.0 / comm_->size();
+  const auto [dtype, elem, average, op, scale] = ReductionOf(meta);
   const int me = comm_->rank();
 
   std::vector<std::size_t> segments(static_cast<std::size_t>(comm_->size()), 0);
