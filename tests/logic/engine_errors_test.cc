@@ -7,6 +7,7 @@
 #include <future>
 
 #include "contains.h"
+#include "tfmpi/planning/rank_groups.h"
 #include "engine_ranks.h"
 
 namespace tfmpi {
@@ -18,11 +19,11 @@ using testing::DeadlineIn;
 using testing::RunEngines;
 using testing::TestOptions;
 
-// "rank 3 has [2]" / "ranks 0, 1, 2 have [4]": how decision errors list ranks.
+// "rank 3 has [2]" / "ranks 0-2 have [4]": how decision errors list ranks.
 std::string Holders(int first, int last, const std::string& value) {
   std::vector<int> ranks;
   for (int r = first; r <= last; ++r) ranks.push_back(r);
-  return fmt::format("{} {} {} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "),
+  return fmt::format("{} {} {} {}", ranks.size() == 1 ? "rank" : "ranks", planning::RankList(ranks),
                      ranks.size() == 1 ? "has" : "have", value);
 }
 

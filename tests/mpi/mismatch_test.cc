@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mpi_test_util.h"
+#include "tfmpi/planning/rank_groups.h"
 #include "patterns.h"
 
 namespace tfmpi::mpitest {
@@ -14,9 +15,9 @@ namespace {
 
 constexpr std::chrono::seconds kMismatchDeadline{5};
 
-// "rank 1 has [5]" / "ranks 1, 2, 3 have [5]": how the engine names a group.
+// "rank 1 has [5]" / "ranks 1-3 have [5]": how the engine names a group.
 std::string Group(const std::vector<int>& ranks, const std::string& what) {
-  return fmt::format("{} {} {} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "),
+  return fmt::format("{} {} {} {}", ranks.size() == 1 ? "rank" : "ranks", planning::RankList(ranks),
                      ranks.size() == 1 ? "has" : "have", what);
 }
 

@@ -2,8 +2,10 @@
 started by tfmpirun, trains on every rank as the 1-process run would.
 
 activate() runs at interpreter start-up (see tfmpi/_site/sitecustomize.py). It
-starts the engine, makes ranks other than 0 quiet, agrees on a random seed, and
-registers hooks that patch TensorFlow and Keras when the script imports them.
+starts the engine (which checks that every rank has the same settings that
+shape the math: config.shared_settings), makes ranks other than 0 quiet,
+agrees on a random seed, and registers hooks that patch TensorFlow and Keras
+when the script imports them.
 The patches hold no communication logic: every collective is a tfmpi op.
 """
 
@@ -21,14 +23,16 @@ def activate():
         return
     import tfmpi
 
+    options = config.load()
     try:
-        tfmpi.init()
+        tfmpi._core.init(config.shared_settings(options))
     except tfmpi.TfmpiError as e:
-        print(f"tfmpi: {e}", file=sys.stderr)
+        sys.stderr.flush()
+        os.write(2, f"tfmpi: {e}\n".encode())  # one write: other ranks' lines can't land inside
         raise SystemExit(2)
     state.rank, state.size = tfmpi.rank(), tfmpi.size()
     state.active = True
-    state.options = config.load()
+    state.options = options
 
     from tfmpi.transparent import output, seeds, import_hooks, threads
 

@@ -83,3 +83,30 @@ def load():
                    bind_cores=_bool("TFMPI_BIND_CORES", False),
                    gradient_buckets=int(buckets),
                    sharded_update=_bool("TFMPI_SHARDED_UPDATE", False))
+
+
+# Options that shape the collectives a step runs or the math (how a batch is
+# split, seeded, dealt, updated), with the variable that sets each. Every rank
+# must have the same values: the engine compares them when it starts (Note
+# [Settings every rank shares], src/tfmpi/planning/settings_agreement.h). The
+# others (output, thread pools, version checks) concern only their own rank.
+_SHARED = [("batch_mode", "TFMPI_BATCH_MODE"), ("sync_batchnorm", "TFMPI_SYNC_BATCHNORM"),
+           ("seed", "TFMPI_SEED"), ("batch_check_interval", "TFMPI_BATCH_CHECK_INTERVAL"),
+           ("shares", "TFMPI_SHARES"), ("rebalance_steps", "TFMPI_REBALANCE_STEPS"),
+           ("input_sharding", "TFMPI_INPUT_SHARDING"), ("data_sharding", "TFMPI_DATA_SHARDING"),
+           ("gradient_buckets", "TFMPI_GRADIENT_BUCKET_BYTES"),
+           ("sharded_update", "TFMPI_SHARDED_UPDATE")]
+
+
+def shared_settings(options):
+    """(variable, value) pairs every rank must agree on: transparent mode
+    itself, the options above, the probed speeds, and which Keras the script
+    gets (TF_USE_LEGACY_KERAS)."""
+    def text(value):
+        return str(int(value)) if isinstance(value, bool) else str(value)
+
+    values = [("transparent mode (TFMPI_TRANSPARENT)", "on")]
+    values += [(name, getattr(options, field)) for field, name in _SHARED]
+    values += [(name, os.environ.get(name, "").strip() or None)
+               for name in ("TFMPI_PROBE_SPEEDS", "TF_USE_LEGACY_KERAS")]
+    return [(name, text(v)) for name, v in values if v is not None]  # None: "(not set)"

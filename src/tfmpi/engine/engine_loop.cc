@@ -11,6 +11,7 @@
 #include "tfmpi/engine/engine.h"
 #include "tfmpi/engine/executor.h"
 #include "tfmpi/engine/negotiator.h"
+#include "tfmpi/engine/shared_settings.h"
 #include "tfmpi/engine/timeline.h"
 
 namespace tfmpi {
@@ -61,6 +62,7 @@ void Engine::Run(CommunicatorFactory factory) {
   std::unique_ptr<Communicator> comm;
   Timeline timeline;
   Status s;
+  bool abandon = false;  // the start-up check failed on this rank alone (Note [Abandoning MPI])
   try {
     s = factory(&comm);
     // Named after the factory ran: the threads MPI_Init starts (Open MPI's
@@ -78,6 +80,12 @@ void Engine::Run(CommunicatorFactory factory) {
       Status ts = timeline.Open(options_.timeline_path);
       if (!ts.ok()) TFMPI_LOG_ERROR("{}; continuing without a timeline", ts.message());
     }
+    if (s.ok()) {
+      abandon = true;  // an exception in the check leaves the other ranks inside it
+      bool disagreed = false;
+      s = AgreeOnSettings(comm.get(), SharedSettings(options_), &disagreed);
+      abandon = !s.ok() && !disagreed;  // ranks that disagree all fail here, together
+    }
   } catch (...) {
     s = StatusFromCurrentException("tfmpi could not start its engine");
   }
@@ -94,7 +102,10 @@ void Engine::Run(CommunicatorFactory factory) {
     started_ = true;
   }
   cv_.notify_all();
-  if (!s.ok()) return;
+  if (!s.ok()) {
+    if (abandon && comm) comm->Abandon();
+    return;
+  }
   SetLogRank(rank_, size_);
 
   PendingTable pending(&names_);

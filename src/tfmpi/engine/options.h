@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tfmpi/common/logging.h"
 #include "tfmpi/common/params.h"
@@ -36,6 +38,9 @@ struct EngineOptions {
   LogLevel log_level = LogLevel::kWarning;
   AutotuneOptions autotune;
   bool skip_data = false;  // diagnostic: Note [Skipping the data], runtime/mpi_factory.cc
+  // The caller's settings (transparent mode's) that every rank must share,
+  // checked at start with the engine's own (engine/shared_settings.h).
+  std::vector<std::pair<std::string, std::string>> caller_settings;
 };
 
 // The registry of every TFMPI_* knob the engine reads.

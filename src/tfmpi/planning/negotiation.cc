@@ -1,33 +1,22 @@
 #include "tfmpi/planning/negotiation.h"
 
+#include "tfmpi/planning/rank_groups.h"
+
 #include <fmt/format.h>
 
 #include <functional>
-#include <map>
 #include <string>
 
 namespace tfmpi::planning {
 namespace {
 
-// Groups ranks by the text `describe` gives them; one group means agreement.
-// Otherwise returns "ranks 0, 2 have X; rank 1 has Y".
+// RankGroups of the text `describe` gives each rank's meta.
 std::string Disagreement(const std::vector<TensorMeta>& per_rank,
                          const std::function<std::string(const TensorMeta&)>& describe) {
-  std::map<std::string, std::vector<int>> groups;
-  std::vector<std::string> order;
-  for (std::size_t r = 0; r < per_rank.size(); ++r) {
-    std::string d = describe(per_rank[r]);
-    if (groups.find(d) == groups.end()) order.push_back(d);
-    groups[d].push_back(static_cast<int>(r));
-  }
-  if (groups.size() <= 1) return "";
-  std::vector<std::string> parts;
-  for (const std::string& d : order) {
-    const auto& ranks = groups[d];
-    parts.push_back(fmt::format("{} {} {} {}", ranks.size() == 1 ? "rank" : "ranks",
-                                fmt::join(ranks, ", "), ranks.size() == 1 ? "has" : "have", d));
-  }
-  return fmt::format("{}", fmt::join(parts, "; "));
+  std::vector<std::string> texts;
+  texts.reserve(per_rank.size());
+  for (const TensorMeta& m : per_rank) texts.push_back(describe(m));
+  return RankGroups(texts);
 }
 
 Shape Trailing(const Shape& s) { return s.empty() ? s : Shape(s.begin() + 1, s.end()); }

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "tfmpi/runtime/mpi_factory.h"
 
@@ -14,7 +15,8 @@ bool g_was_shut_down = false;
 
 }  // namespace
 
-Status InitGlobalEngine(const EnvLookup& lookup) {
+Status InitGlobalEngine(const EnvLookup& lookup,
+                        std::vector<std::pair<std::string, std::string>> caller_settings) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_engine && !g_was_shut_down) return Status::Ok();
   if (g_was_shut_down)
@@ -23,6 +25,7 @@ Status InitGlobalEngine(const EnvLookup& lookup) {
         "init per process)");
   EngineOptions options;
   TFMPI_RETURN_IF_ERROR(ResolveEngineOptions(lookup, &options));
+  options.caller_settings = std::move(caller_settings);
   return Engine::Start(options, MakeMpiCommunicatorFactory(options), &g_engine);
 }
 

@@ -4,16 +4,21 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tfmpi/common/params.h"
 #include "tfmpi/engine/engine.h"
 
 namespace tfmpi {
 
-// Resolves TFMPI_* options through `lookup` and starts the MPI engine.
-// Idempotent while running. After ShutdownGlobalEngine() it fails: MPI
+// Resolves TFMPI_* options through `lookup` and starts the MPI engine;
+// `caller_settings` join the settings every rank must share
+// (EngineOptions::caller_settings). Idempotent while running (the settings of
+// a later call are not checked). After ShutdownGlobalEngine() it fails: MPI
 // can't be initialised twice in one process.
-Status InitGlobalEngine(const EnvLookup& lookup);
+Status InitGlobalEngine(const EnvLookup& lookup,
+                        std::vector<std::pair<std::string, std::string>> caller_settings = {});
 
 // Collective shutdown (see Engine::Shutdown). No-op if not running.
 void ShutdownGlobalEngine();

@@ -139,14 +139,18 @@ PYBIND11_MODULE(_core, m) {
       .def("wait", &Handle::Wait, py::arg("timeout") = -1.0,
            "Block until complete and return the result (raises on failure).");
 
-  m.def("init", [] {
-    Status s;
-    {
-      py::gil_scoped_release release;
-      s = InitGlobalEngine(Getenv);
-    }
-    ThrowIfError(s);
-  });
+  m.def(
+      "init",
+      [](std::vector<std::pair<std::string, std::string>> settings) {
+        Status s;
+        {
+          py::gil_scoped_release release;
+          s = InitGlobalEngine(Getenv, std::move(settings));
+        }
+        ThrowIfError(s);
+      },
+      py::arg("settings") = std::vector<std::pair<std::string, std::string>>{},
+      "Start the engine; `settings` ((name, value) pairs) must be the same on every rank.");
   m.def("shutdown", [] {
     {
       py::gil_scoped_release release;

@@ -1,0 +1,164 @@
+// The start-up check of the settings every rank must share (Note [Settings
+// every rank shares]): the encoding, the comparison and its wording, and the
+// engine refusing to start over the in-process transport.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "contains.h"
+#include "engine_ranks.h"
+#include "tfmpi/engine/shared_settings.h"
+#include "tfmpi/planning/rank_groups.h"
+#include "tfmpi/planning/settings_agreement.h"
+
+namespace tfmpi {
+namespace {
+
+using planning::DecodeSettings;
+using planning::EncodeSettings;
+using planning::Settings;
+using planning::SettingsDisagreement;
+using testing::Contains;
+
+TEST(RankList, RunsOfThreeOrMoreAreRanges) {
+  EXPECT_EQ(planning::RankList({}), "");
+  EXPECT_EQ(planning::RankList({4}), "4");
+  EXPECT_EQ(planning::RankList({0, 1}), "0, 1");
+  EXPECT_EQ(planning::RankList({0, 1, 2, 5, 7, 8, 9, 10, 12}), "0-2, 5, 7-10, 12");
+}
+
+TEST(RankGroups, GroupsInOrderOfFirstAppearance) {
+  EXPECT_EQ(planning::RankGroups({"a", "a", "a"}), "");
+  EXPECT_EQ(planning::RankGroups({"b", "a", "b", "b"}), "ranks 0, 2, 3 have b; rank 1 has a");
+  EXPECT_EQ(planning::RankGroups({"x", "y"}, {3, 7}), "rank 3 has x; rank 7 has y");
+}
+
+TEST(SettingsEncoding, RoundTripsAnyBytes) {
+  const Settings s = {{"A", "1"}, {"", ""}, {"with\nnewline=and\0nul", std::string("v\0\xff", 3)}};
+  Settings back;
+  ASSERT_TRUE(DecodeSettings(EncodeSettings(s), &back));
+  EXPECT_EQ(back, s);
+  ASSERT_TRUE(DecodeSettings("", &back));
+  EXPECT_TRUE(back.empty());
+  const std::string text = EncodeSettings({{"NAME", "value"}});
+  for (std::size_t cut = 1; cut < text.size(); ++cut)
+    EXPECT_FALSE(DecodeSettings(text.substr(0, cut), &back)) << "cut at " << cut;
+}
+
+TEST(SettingsDisagreement, SameSettingsAgree) {
+  const std::string one = EncodeSettings({{"A", "1"}, {"B", "x"}});
+  EXPECT_EQ(SettingsDisagreement({}), "");
+  EXPECT_EQ(SettingsDisagreement({one}), "");
+  EXPECT_EQ(SettingsDisagreement({one, one, one}), "");
+  // Order and repeats do not matter: the first value of a name counts.
+  EXPECT_EQ(SettingsDisagreement({one, EncodeSettings({{"B", "x"}, {"A", "1"}, {"A", "2"}})}), "");
+}
+
+TEST(SettingsDisagreement, NamesEachDifferenceWithTheRanksAndValues) {
+  const std::string base = EncodeSettings({{"TFMPI_SHARES", "adaptive"}, {"TFMPI_SEED", "7"}});
+  const std::string equal = EncodeSettings({{"TFMPI_SHARES", "equal"}, {"TFMPI_SEED", "7"}});
+  const std::string extra =
+      EncodeSettings({{"TFMPI_SHARES", "adaptive"}, {"TFMPI_SEED", "7"}, {"TF_USE_LEGACY_KERAS", "1"}});
+  const std::string m = SettingsDisagreement({base, base, base, equal, extra});
+  EXPECT_TRUE(Contains(m, {"different settings",
+                           "  TFMPI_SHARES: ranks 0-2, 4 have 'adaptive'; rank 3 has 'equal'",
+                           "  TF_USE_LEGACY_KERAS: ranks 0-3 have (not set); rank 4 has '1'",
+                           "tfmpirun passes its whole environment"}))
+      << m;
+  EXPECT_EQ(m.find("TFMPI_SEED"), std::string::npos) << m;  // the same everywhere
+}
+
+TEST(SettingsDisagreement, AnUnreadableRankIsNamed) {
+  const std::string good = EncodeSettings({{"A", "1"}});
+  const std::string m = SettingsDisagreement({good, "\x05", good});
+  EXPECT_TRUE(Contains(m, {"rank(s) 1 sent settings that could not be read"})) << m;
+  EXPECT_EQ(m.find("  A:"), std::string::npos) << m;  // the readable ranks agree
+}
+
+TEST(SharedSettings, AutotuneSaysWhatItSearches) {
+  EngineOptions o;
+  Settings s = SharedSettings(o);
+  auto has = [&](const std::string& name) {
+    for (const auto& kv : s)
+      if (kv.first == name) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("tfmpi version") && has("TFMPI_FUSION_THRESHOLD") && has("TFMPI_CACHE_CAPACITY"));
+  EXPECT_FALSE(has("TFMPI_AUTOTUNE_SECONDS"));
+  o.autotune.enabled = true;
+  o.autotune.fixed_fusion = true;
+  o.caller_settings = {{"TFMPI_BATCH_MODE", "global"}};
+  s = SharedSettings(o);
+  EXPECT_TRUE(has("TFMPI_AUTOTUNE_SECONDS"));
+  EXPECT_EQ(s.back(), (std::pair<std::string, std::string>{"TFMPI_BATCH_MODE", "global"}));
+  bool found = false;
+  for (const auto& [name, value] : s)
+    if (name.rfind("what TFMPI_AUTOTUNE searches", 0) == 0) {
+      found = true;
+      EXPECT_EQ(value, "TFMPI_MAX_MESSAGE_ELEMENTS, TFMPI_DIRECT_THRESHOLD");
+    }
+  EXPECT_TRUE(found);
+}
+
+// Ranks whose options differ never start: rank 0 says what differs, every
+// other rank fails too (no rank is left waiting in a first collective).
+TEST(EngineStart, RefusesRanksWithDifferentSettings) {
+  constexpr int kSize = 3;
+  auto world = std::make_shared<InProcWorld>(kSize);
+  std::vector<Status> started(kSize);
+  testing::Spawn(kSize, [&](int rank) {
+    EngineOptions o = testing::TestOptions();
+    if (rank == 2) o.fusion_threshold = 0;
+    o.caller_settings = {{"TFMPI_SHARES", rank == 1 ? "equal" : "adaptive"}};
+    std::unique_ptr<Engine> engine;
+    started[rank] = Engine::Start(
+        o,
+        [&](std::unique_ptr<Communicator>* out) {
+          *out = std::make_unique<InProcCommunicator>(world, rank);
+          return Status::Ok();
+        },
+        &engine);
+    EXPECT_EQ(engine, nullptr);
+  });
+  EXPECT_TRUE(Contains(started[0].message(),
+                       {"TFMPI_FUSION_THRESHOLD: ranks 0, 1 have '67108864'; rank 2 has '0'",
+                        "TFMPI_SHARES: ranks 0, 2 have 'adaptive'; rank 1 has 'equal'"}))
+      << started[0].ToString();
+  for (int r = 1; r < kSize; ++r)
+    EXPECT_TRUE(Contains(started[r].message(), {"different settings (rank 0 lists them)"}))
+        << started[r].ToString();
+}
+
+// A rank whose check throws (its transport failed) abandons the world, so the
+// ranks inside the check with it fail to start too instead of waiting forever.
+class ThrowsInGather final : public testing::ForwardingCommunicator {
+ public:
+  using ForwardingCommunicator::ForwardingCommunicator;
+  Status GatherToRoot(const std::string&, std::vector<std::string>*) override {
+    throw std::runtime_error("the link went down");
+  }
+};
+
+TEST(EngineStart, AFailedCheckOnOneRankFailsEveryRank) {
+  constexpr int kSize = 3;
+  auto world = std::make_shared<InProcWorld>(kSize);
+  std::vector<Status> started(kSize);
+  testing::Spawn(kSize, [&](int rank) {
+    std::unique_ptr<Engine> engine;
+    started[rank] = Engine::Start(
+        testing::TestOptions(),
+        [&](std::unique_ptr<Communicator>* out) {
+          *out = std::make_unique<InProcCommunicator>(world, rank);
+          if (rank == 1) *out = std::make_unique<ThrowsInGather>(std::move(*out));
+          return Status::Ok();
+        },
+        &engine);
+  });
+  for (int r = 0; r < kSize; ++r) EXPECT_FALSE(started[r].ok()) << "rank " << r;
+  EXPECT_TRUE(Contains(started[1].message(), {"the link went down"})) << started[1].ToString();
+}
+
+}  // namespace
+}  // namespace tfmpi
