@@ -176,3 +176,57 @@ def test_sparse_data_dealt_by_speed_is_refused_with_the_way_out(tmp_path):
     r = run(args, 300, env={**env, "TFMPI_SHARES": "equal"})
     assert r.returncode == 0, r.stdout
     assert "STEPS 1 4" in r.stdout, r.stdout  # 8 batches, 4 per rank (rank 0 prints)
+
+
+RAGGED = """
+import json, os, sys
+import numpy as np, tensorflow as tf
+batch, out = int(sys.argv[1]), sys.argv[2]
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+keras.utils.set_random_seed(4)
+rng = np.random.default_rng(0)
+lengths = rng.integers(1, 7, size=160)  # sequences of 1-6 values
+x = tf.RaggedTensor.from_row_lengths(rng.normal(size=lengths.sum()).astype("float32"), lengths)
+y = (np.array([v.sum() for v in np.split(x.flat_values.numpy(), np.cumsum(lengths)[:-1])]) * 0.5
+     + lengths * 0.1).astype("float32")[:, None]
+class Summary(keras.layers.Layer):  # a ragged batch [B, (len)] -> [B, 2]: sum and length
+    def compute_output_shape(self, shape):
+        return (shape[0], 2)
+    def call(self, r):
+        return tf.stack([tf.reduce_sum(r, axis=1), tf.cast(r.row_lengths(), "float32")], axis=1)
+model = keras.Sequential([Summary(), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse")
+sizes = set()
+class Record(keras.callbacks.Callback):
+    def on_train_batch_end(self, step, logs=None):
+        losses.append(float(logs["loss"]))
+        try:
+            import tfmpi.transparent.state as s
+            if s.split is not None:
+                sizes.add(int(s.split.numpy()[1]))
+        except ImportError:
+            pass
+losses = []
+model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch), epochs=2, verbose=0,
+          callbacks=[Record()])
+json.dump({"loss": losses, "sizes": sorted(sizes), "weights": [w.tolist() for w in model.get_weights()]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_ragged_data_dealt_by_speed_trains_as_one_process(tmp_path):
+    # Variable-length sequences (a RaggedTensor component): a step's batches
+    # are put together ragged and cut by the shares (10 and 30 of 2 x 20),
+    # and every rank trains as one process with batches of 40.
+    code = "import keras\n" + RAGGED
+    env = {**QUIET, **PINNED, "TFMPI_PROBE_SPEEDS": "1,3"}
+    _train([sys.executable, "-c", code, "40"], tmp_path / "one", QUIET)
+    _train(["tfmpirun", "-np", "2", sys.executable, "-c", code, "20"], tmp_path / "many", env)
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    assert len(ref["loss"]) == 2 * 160 // 40
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        assert got["sizes"] == [[10], [30]][rank], f"rank {rank} trained on slices of {got['sizes']}"
+        np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+        for a, b in zip(got["weights"], ref["weights"]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
