@@ -3,7 +3,10 @@
 // engine refusing to start over the in-process transport.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <future>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,15 +39,20 @@ TEST(RankGroups, GroupsInOrderOfFirstAppearance) {
 }
 
 TEST(SettingsEncoding, RoundTripsAnyBytes) {
-  const Settings s = {{"A", "1"}, {"", ""}, {"with\nnewline=and\0nul", std::string("v\0\xff", 3)}};
+  const Settings s = {{"A", "1"}, {"", ""},
+                      {std::string("with\nnewline=and\0nul", 21), std::string("v\0\xff", 3)}};
   Settings back;
   ASSERT_TRUE(DecodeSettings(EncodeSettings(s), &back));
   EXPECT_EQ(back, s);
-  ASSERT_TRUE(DecodeSettings("", &back));
+  EXPECT_EQ(back[2].first.size(), 21u);
+  ASSERT_TRUE(DecodeSettings(EncodeSettings({}), &back));
   EXPECT_TRUE(back.empty());
+  EXPECT_FALSE(DecodeSettings("", &back));  // no format tag: another build's encoding
   const std::string text = EncodeSettings({{"NAME", "value"}});
+  const std::size_t tag_only = EncodeSettings({}).size();  // a whole, empty encoding
   for (std::size_t cut = 1; cut < text.size(); ++cut)
-    EXPECT_FALSE(DecodeSettings(text.substr(0, cut), &back)) << "cut at " << cut;
+    if (cut != tag_only)
+      EXPECT_FALSE(DecodeSettings(text.substr(0, cut), &back)) << "cut at " << cut;
 }
 
 TEST(SettingsDisagreement, SameSettingsAgree) {
@@ -79,19 +87,17 @@ TEST(SettingsDisagreement, AnUnreadableRankIsNamed) {
 
 TEST(SharedSettings, AutotuneSaysWhatItSearches) {
   EngineOptions o;
-  Settings s = SharedSettings(o);
+  Settings s = SharedSettings(o, 4);
   auto has = [&](const std::string& name) {
     for (const auto& kv : s)
       if (kv.first == name) return true;
     return false;
   };
   EXPECT_TRUE(has("tfmpi version") && has("TFMPI_FUSION_THRESHOLD") && has("TFMPI_CACHE_CAPACITY"));
-  EXPECT_FALSE(has("TFMPI_AUTOTUNE_SECONDS"));
   o.autotune.enabled = true;
   o.autotune.fixed_fusion = true;
   o.caller_settings = {{"TFMPI_BATCH_MODE", "global"}};
-  s = SharedSettings(o);
-  EXPECT_TRUE(has("TFMPI_AUTOTUNE_SECONDS"));
+  s = SharedSettings(o, 4);
   EXPECT_EQ(s.back(), (std::pair<std::string, std::string>{"TFMPI_BATCH_MODE", "global"}));
   bool found = false;
   for (const auto& [name, value] : s)
@@ -102,12 +108,51 @@ TEST(SharedSettings, AutotuneSaysWhatItSearches) {
   EXPECT_TRUE(found);
 }
 
+// Counts Abandon() calls (Note [Abandoning MPI]).
+class CountsAbandon final : public testing::ForwardingCommunicator {
+ public:
+  CountsAbandon(std::unique_ptr<Communicator> inner, std::atomic<int>* count)
+      : ForwardingCommunicator(std::move(inner)), count_(count) {}
+  void Abandon() override {
+    ++*count_;
+    ForwardingCommunicator::Abandon();
+  }
+
+ private:
+  std::atomic<int>* count_;
+};
+
 // Ranks whose options differ never start: rank 0 says what differs, every
 // other rank fails too (no rank is left waiting in a first collective).
+// Values in effect are compared: the message size left to its default and
+// set to what the default is at this world size agree.
+TEST(SharedSettings, TheMessageSizeInEffectIsCompared) {
+  EngineOptions unset, set;
+  set.max_message_elements = MessageElementsFor(0, 8);
+  EXPECT_EQ(SharedSettings(unset, 8), SharedSettings(set, 8));
+  EXPECT_NE(SharedSettings(unset, 8), SharedSettings(unset, 2));  // 1 MiB x N grows with N
+}
+
+// Every engine parameter is either compared or listed as the rank's own, so
+// a new one can't be forgotten.
+TEST(SharedSettings, EveryEngineParameterIsSharedOrPerRank) {
+  EngineOptions o;
+  o.autotune.enabled = true;
+  std::set<std::string> shared;
+  for (const auto& kv : SharedSettings(o, 2)) shared.insert(kv.first);
+  const auto& own = PerRankEngineParams();
+  for (const ParamSpec& spec : EngineParams().specs()) {
+    const bool is_own = std::find(own.begin(), own.end(), spec.name) != own.end();
+    EXPECT_NE(shared.count(spec.name) != 0, is_own)
+        << spec.name << ": compared across ranks, or the rank's own; exactly one";
+  }
+}
+
 TEST(EngineStart, RefusesRanksWithDifferentSettings) {
   constexpr int kSize = 3;
   auto world = std::make_shared<InProcWorld>(kSize);
   std::vector<Status> started(kSize);
+  std::atomic<int> abandoned{0};
   testing::Spawn(kSize, [&](int rank) {
     EngineOptions o = testing::TestOptions();
     if (rank == 2) o.fusion_threshold = 0;
@@ -116,12 +161,15 @@ TEST(EngineStart, RefusesRanksWithDifferentSettings) {
     started[rank] = Engine::Start(
         o,
         [&](std::unique_ptr<Communicator>* out) {
-          *out = std::make_unique<InProcCommunicator>(world, rank);
+          *out = std::make_unique<CountsAbandon>(std::make_unique<InProcCommunicator>(world, rank),
+                                                 &abandoned);
           return Status::Ok();
         },
         &engine);
     EXPECT_EQ(engine, nullptr);
   });
+  // Every rank failed in the check together: MPI is left to end normally.
+  EXPECT_EQ(abandoned.load(), 0);
   EXPECT_TRUE(Contains(started[0].message(),
                        {"TFMPI_FUSION_THRESHOLD: ranks 0, 1 have '67108864'; rank 2 has '0'",
                         "TFMPI_SHARES: ranks 0, 2 have 'adaptive'; rank 1 has 'equal'"}))
@@ -135,27 +183,39 @@ TEST(EngineStart, RefusesRanksWithDifferentSettings) {
 // ranks inside the check with it fail to start too instead of waiting forever.
 class ThrowsInGather final : public testing::ForwardingCommunicator {
  public:
-  using ForwardingCommunicator::ForwardingCommunicator;
+  ThrowsInGather(std::unique_ptr<Communicator> inner, std::atomic<int>* abandoned)
+      : ForwardingCommunicator(std::move(inner)), abandoned_(abandoned) {}
   Status GatherToRoot(const std::string&, std::vector<std::string>*) override {
     throw std::runtime_error("the link went down");
   }
+  void Abandon() override {
+    ++*abandoned_;
+    ForwardingCommunicator::Abandon();
+  }
+
+ private:
+  std::atomic<int>* abandoned_;
 };
 
 TEST(EngineStart, AFailedCheckOnOneRankFailsEveryRank) {
   constexpr int kSize = 3;
   auto world = std::make_shared<InProcWorld>(kSize);
   std::vector<Status> started(kSize);
+  std::atomic<int> abandoned{0};
+  // Without the abandon the other ranks would wait in the gather forever (the
+  // test's CTest timeout ends it).
   testing::Spawn(kSize, [&](int rank) {
     std::unique_ptr<Engine> engine;
     started[rank] = Engine::Start(
         testing::TestOptions(),
         [&](std::unique_ptr<Communicator>* out) {
           *out = std::make_unique<InProcCommunicator>(world, rank);
-          if (rank == 1) *out = std::make_unique<ThrowsInGather>(std::move(*out));
+          if (rank == 1) *out = std::make_unique<ThrowsInGather>(std::move(*out), &abandoned);
           return Status::Ok();
         },
         &engine);
   });
+  EXPECT_EQ(abandoned.load(), 1);  // the rank that failed alone
   for (int r = 0; r < kSize; ++r) EXPECT_FALSE(started[r].ok()) << "rank " << r;
   EXPECT_TRUE(Contains(started[1].message(), {"the link went down"})) << started[1].ToString();
 }

@@ -28,7 +28,7 @@ def activate():
         tfmpi._core.init(config.shared_settings(options))
     except tfmpi.TfmpiError as e:
         sys.stderr.flush()
-        os.write(2, f"tfmpi: {e}\n".encode())  # one write: other ranks' lines can't land inside
+        os.write(2, f"tfmpi: {e}\n".encode())  # one write: other ranks' lines rarely land inside
         raise SystemExit(2)
     state.rank, state.size = tfmpi.rank(), tfmpi.size()
     state.active = True

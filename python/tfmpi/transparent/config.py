@@ -88,25 +88,64 @@ def load():
 # Options that shape the collectives a step runs or the math (how a batch is
 # split, seeded, dealt, updated), with the variable that sets each. Every rank
 # must have the same values: the engine compares them when it starts (Note
-# [Settings every rank shares], src/tfmpi/planning/settings_agreement.h). The
-# others (output, thread pools, version checks) concern only their own rank.
+# [Settings every rank shares], src/tfmpi/planning/settings_agreement.h).
 _SHARED = [("batch_mode", "TFMPI_BATCH_MODE"), ("sync_batchnorm", "TFMPI_SYNC_BATCHNORM"),
            ("seed", "TFMPI_SEED"), ("batch_check_interval", "TFMPI_BATCH_CHECK_INTERVAL"),
            ("shares", "TFMPI_SHARES"), ("rebalance_steps", "TFMPI_REBALANCE_STEPS"),
            ("input_sharding", "TFMPI_INPUT_SHARDING"), ("data_sharding", "TFMPI_DATA_SHARDING"),
            ("gradient_buckets", "TFMPI_GRADIENT_BUCKET_BYTES"),
            ("sharded_update", "TFMPI_SHARDED_UPDATE")]
+# Options that concern only the rank that reads them: its output, its thread
+# pools, whether it starts outside the tested versions (the versions themselves
+# are compared).
+PER_RANK = ("all_ranks_output", "threads", "bind_cores", "allow_untested_versions")
+
+
+# The names TensorFlow is installed under.
+_TENSORFLOW_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
+                        "tensorflow-macos", "tf-nightly", "tf-nightly-cpu")
+
+
+def _probe_speeds():
+    """TFMPI_PROBE_SPEEDS as numbers (1 and 1.0 agree), else as given."""
+    text = os.environ.get("TFMPI_PROBE_SPEEDS", "").strip()
+    if not text:
+        return None
+    try:
+        return ",".join(repr(float(x)) for x in text.split(","))
+    except ValueError:
+        return text
+
+
+def _package_version(*names):
+    """The version of the first of `names` installed, or None; read from the
+    package's metadata, without importing it. Only the version: a GPU host's
+    tensorflow and a CPU host's tensorflow-cpu of one release agree."""
+    from importlib import metadata
+
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def shared_settings(options):
-    """(variable, value) pairs every rank must agree on: transparent mode
-    itself, the options above, the probed speeds, and which Keras the script
-    gets (TF_USE_LEGACY_KERAS)."""
+    """(name, value) pairs every rank must agree on, values as in effect:
+    transparent mode itself, the options above, the probed speeds, which Keras
+    the script gets (TF_USE_LEGACY_KERAS as TensorFlow reads it) and the
+    versions of TensorFlow and Keras (the patches and random streams follow
+    them). An unset one is left out ("(not set)" in the engine's report)."""
     def text(value):
         return str(int(value)) if isinstance(value, bool) else str(value)
 
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1")
     values = [("transparent mode (TFMPI_TRANSPARENT)", "on")]
     values += [(name, getattr(options, field)) for field, name in _SHARED]
-    values += [(name, os.environ.get(name, "").strip() or None)
-               for name in ("TFMPI_PROBE_SPEEDS", "TF_USE_LEGACY_KERAS")]
-    return [(name, text(v)) for name, v in values if v is not None]  # None: "(not set)"
+    values += [("TFMPI_PROBE_SPEEDS", _probe_speeds()),
+               ("TF_USE_LEGACY_KERAS (as TensorFlow reads it)", legacy)]
+    values += [("tensorflow version", _package_version(*_TENSORFLOW_PACKAGES)),
+               ("keras version", _package_version("keras")),
+               ("tf-keras version", _package_version("tf-keras"))]
+    return [(name, text(v)) for name, v in values if v is not None]

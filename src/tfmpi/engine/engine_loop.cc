@@ -83,7 +83,7 @@ void Engine::Run(CommunicatorFactory factory) {
     if (s.ok()) {
       abandon = true;  // an exception in the check leaves the other ranks inside it
       bool disagreed = false;
-      s = AgreeOnSettings(comm.get(), SharedSettings(options_), &disagreed);
+      s = AgreeOnSettings(comm.get(), SharedSettings(options_, comm->size()), &disagreed);
       abandon = !s.ok() && !disagreed;  // ranks that disagree all fail here, together
     }
   } catch (...) {

@@ -7,13 +7,16 @@
 
 namespace tfmpi {
 
-planning::Settings SharedSettings(const EngineOptions& o) {
+planning::Settings SharedSettings(const EngineOptions& o, int world_size) {
   planning::Settings s = {
       {"tfmpi version", TFMPI_VERSION_STRING},
       {"TFMPI_FUSION_THRESHOLD", std::to_string(o.fusion_threshold)},
       {"TFMPI_DIRECT_THRESHOLD", std::to_string(o.direct_threshold)},
-      {"TFMPI_MAX_MESSAGE_ELEMENTS", std::to_string(o.max_message_elements)},
+      {"TFMPI_MAX_MESSAGE_ELEMENTS",
+       std::to_string(MessageElementsFor(o.max_message_elements, world_size))},
       {"TFMPI_CACHE_CAPACITY", std::to_string(o.cache_capacity)},
+      // A rank without heartbeats answers none (Note [Lost peers]).
+      {"heartbeats (TFMPI_PEER_TIMEOUT_SECONDS > 0)", o.peer_timeout_seconds > 0 ? "on" : "off"},
       {"TFMPI_SKIP_DATA", o.skip_data ? "1" : "0"},
       {"TFMPI_AUTOTUNE", o.autotune.enabled ? "1" : "0"},
   };
@@ -26,18 +29,26 @@ planning::Settings SharedSettings(const EngineOptions& o) {
     if (!o.autotune.fixed_fusion) tuned.push_back("TFMPI_FUSION_THRESHOLD");
     s.emplace_back("what TFMPI_AUTOTUNE searches (the settings not set)",
                    tuned.empty() ? "nothing" : fmt::format("{}", fmt::join(tuned, ", ")));
-    s.emplace_back("TFMPI_AUTOTUNE_SECONDS", fmt::format("{}", o.autotune.max_seconds));
   }
   s.insert(s.end(), o.caller_settings.begin(), o.caller_settings.end());
   return s;
 }
 
+const std::vector<std::string>& PerRankEngineParams() {
+  static const std::vector<std::string> names = {
+      "TFMPI_CYCLE_TIME_MS",         "TFMPI_TIMELINE",        "TFMPI_STALL_WARNING_SECONDS",
+      "TFMPI_STALL_TIMEOUT_SECONDS", "TFMPI_PEER_TIMEOUT_SECONDS", "TFMPI_LOG_LEVEL",
+      "TFMPI_AUTOTUNE_LOG",          "TFMPI_AUTOTUNE_SECONDS"};
+  return names;
+}
+
 Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool* disagreed) {
   std::vector<std::string> all;
   TFMPI_RETURN_IF_ERROR(comm->GatherToRoot(planning::EncodeSettings(mine), &all));
-  std::string verdict = comm->rank() == 0 ? planning::SettingsDisagreement(all) : "";
-  TFMPI_RETURN_IF_ERROR(comm->BroadcastFromRoot(&verdict));
-  if (verdict.empty()) return Status::Ok();
+  const std::string verdict = comm->rank() == 0 ? planning::SettingsDisagreement(all) : "";
+  std::string differ = verdict.empty() ? "" : "1";
+  TFMPI_RETURN_IF_ERROR(comm->BroadcastFromRoot(&differ));
+  if (differ.empty()) return Status::Ok();
   *disagreed = true;
   if (comm->rank() == 0) return Status::InvalidArgument(verdict);
   return Status::InvalidArgument(

@@ -2,6 +2,9 @@
 // planning/settings_agreement.h), checked before the engine serves anything.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "tfmpi/common/status.h"
 #include "tfmpi/engine/options.h"
 #include "tfmpi/planning/settings_agreement.h"
@@ -10,14 +13,24 @@
 namespace tfmpi {
 
 // The tfmpi version, the engine settings that shape collectives (fusion,
-// direct and message sizes, the response cache, autotune and what it may
-// tune, skipped data), then options.caller_settings.
-planning::Settings SharedSettings(const EngineOptions& options);
+// direct and message sizes in effect at `world_size` ranks, the response
+// cache, heartbeats on or off, autotune and what it may search, skipped
+// data), then options.caller_settings.
+planning::Settings SharedSettings(const EngineOptions& options, int world_size);
+
+// The engine's TFMPI_* parameters that each rank may set for itself: they
+// change nothing another rank sees (logging, the timeline, cycle pacing,
+// stall reports, the heartbeat timeout beyond on/off, the autotune log and
+// time limit, which the ranks agree on by a maximum). Every other parameter
+// must appear in SharedSettings (tests/logic/settings_agreement_test.cc).
+const std::vector<std::string>& PerRankEngineParams();
 
 // Collective over `comm`: rank 0 gathers every rank's `mine` and compares
 // them; when they differ every rank returns InvalidArgument (rank 0 with
 // the differences, the others pointing to rank 0's message) and sets
 // *disagreed. A transport failure returns its status, *disagreed untouched.
+// Only a one-byte verdict is broadcast, so ranks whose message sizes differ
+// (a setting this checks) still make the same MPI calls.
 Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool* disagreed);
 
 }  // namespace tfmpi

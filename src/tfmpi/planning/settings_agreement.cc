@@ -28,10 +28,15 @@ std::optional<std::string> TakeField(const std::string& text, std::size_t* at) {
   return field;
 }
 
+// First field of every encoding: a rank of a build that encodes differently
+// is reported as unreadable, not misread.
+constexpr char kFormat[] = "tfmpi settings, format 1";
+
 }  // namespace
 
 std::string EncodeSettings(const Settings& settings) {
   std::string out;
+  PutField(kFormat, &out);
   for (const auto& [name, value] : settings) {
     PutField(name, &out);
     PutField(value, &out);
@@ -42,6 +47,7 @@ std::string EncodeSettings(const Settings& settings) {
 bool DecodeSettings(const std::string& text, Settings* out) {
   out->clear();
   std::size_t at = 0;
+  if (TakeField(text, &at) != std::optional<std::string>(kFormat)) return false;
   while (at < text.size()) {
     auto name = TakeField(text, &at);
     if (!name) return false;

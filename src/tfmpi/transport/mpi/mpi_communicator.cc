@@ -165,10 +165,13 @@ Status MpiCommunicator::Create(MPI_Comm parent, const MpiOptions& options,
   TFMPI_RETURN_IF_ERROR(CreateHalfOps<DataType::kBFloat16>(c->bf16_ops_));
   int thread_level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&thread_level);
-  if (options.watchdog.timeout_seconds > 0 && c->size_ > 1) {
+  // The watchdog's set-up is collective, so every rank makes it; only its
+  // thread depends on the timeout, whose on/off the ranks then check
+  // (engine/shared_settings.h).
+  if (c->size_ > 1) {
     if (thread_level == MPI_THREAD_MULTIPLE) {
       TFMPI_RETURN_IF_ERROR(PeerWatchdog::Start(c->comm_.get(), options.watchdog, &c->watchdog_));
-    } else {
+    } else if (options.watchdog.timeout_seconds > 0) {
       TFMPI_LOG_WARNING("MPI runs without MPI_THREAD_MULTIPLE: no heartbeats, so a rank that is "
                         "killed, frozen or cut off is not detected (Note [Lost peers])");
     }
