@@ -32,6 +32,8 @@ y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
 model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
                           keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
 kwargs = {"global_clipnorm": 1.0} if clip == "global" else {"clipnorm": 0.5}
+if os.environ.get("ACCUMULATE"):
+    kwargs["gradient_accumulation_steps"] = 2
 opt = keras.optimizers.Adam(0.01, weight_decay=0.01, **kwargs)
 loss_fn = keras.losses.MeanSquaredError()
 model.compile(opt, loss_fn)  # so that model.save writes the optimizer's state
@@ -41,12 +43,14 @@ def step(xb, yb):
         loss = loss_fn(yb, model(xb, training=True))
     grads = tape.gradient(loss, model.trainable_variables)
     opt.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
+    return loss, tf.linalg.global_norm(grads)  # this rank's gradients' norm
 if not os.environ.get("EAGER"):
     step = tf.function(step)
 
-losses = [float(step(xb, yb)) for xb, yb in
-          tf.data.Dataset.from_tensor_slices((x, y)).batch(32)]
+losses, norms = [], []
+for xb, yb in tf.data.Dataset.from_tensor_slices((x, y)).batch(32):
+    loss, norm = step(xb, yb)
+    losses.append(float(loss)), norms.append(float(norm))
 def slots():
     return [np.asarray(v).tolist() for v in opt.variables[2:]]  # after iterations, learning rate
 before = slots()
@@ -58,7 +62,7 @@ if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
     own = sharded_update._owners.get(opt)
     owners = [] if own is None else list(own)
 loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
-json.dump({"loss": losses, "weights": [w.tolist() for w in model.get_weights()],
+json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
            "before": before, "after": after, "owners": owners,
            "saved": [np.asarray(v).tolist() for v in loaded.optimizer.variables[2:]],
            "iterations": int(opt.iterations.numpy())},
@@ -78,15 +82,22 @@ def _close(a, b, what):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=what)
 
 
-@pytest.mark.parametrize("np_,eager", [(2, False), (3, False), (2, True)])
-def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, tmp_path):
+@pytest.mark.parametrize("np_,eager,clip", [(2, False, "norm"), (3, False, "norm"),
+                                            (2, True, "norm"), (3, False, "global"),
+                                            (2, True, "global")])
+def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, clip, tmp_path):
     # Eagerly too: the step's collectives run one by one, and the update must
-    # still run once (iterations == 6).
+    # still run once (iterations == 6). With global_clipnorm the owners scale
+    # their gradients by the norm of all of them (Note [Sharded update]).
     args = [sys.executable, "-c", SCRIPT]
-    env = {"EAGER": "1"} if eager else {}
+    env = {"CLIP": clip, **({"EAGER": "1"} if eager else {})}
     _run(args, tmp_path / "one", env)
-    _run(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    r = _run(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many",
+             {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    assert "runs in full" not in r.stdout, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    if clip == "global":  # the clip is at work: the first steps' norms are above 1.0
+        assert ref["norms"][0] > 1.0, ref["norms"]
     owners = None
     for rank in range(np_):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
@@ -107,14 +118,16 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, tm
         _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
 
 
-def test_global_clipnorm_runs_the_full_update_and_says_why(tmp_path):
-    # The global norm needs every gradient: every rank updates every variable
-    # (all slots current before any save), said once on rank 0.
+def test_global_clipnorm_with_accumulation_runs_the_full_update_and_says_why(tmp_path):
+    # With gradient_accumulation_steps the clip applies to the accumulated
+    # gradients inside Keras: every rank updates every variable (all slots
+    # current before any save), said once on rank 0.
     args = [sys.executable, "-c", SCRIPT]
-    env = {"CLIP": "global"}
+    env = {"CLIP": "global", "ACCUMULATE": "1"}
     _run(args, tmp_path / "one", env)
     r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
-    assert r.stdout.count("global_clipnorm needs the norm of every gradient") == 1, r.stdout
+    assert r.stdout.count("global_clipnorm with gradient_accumulation_steps clips the "
+                          "accumulated gradients") == 1, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     for rank in range(2):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))

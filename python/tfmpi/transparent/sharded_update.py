@@ -25,9 +25,14 @@ date. Every slot is brought from its owner before anything is written (Note
 [Rank-0 sections], rank0.py) and when fit returns, so saved files and the
 state fit leaves are the 1-process run's. Memory is not saved.
 
+With global_clipnorm, the norm is of every gradient: each rank sums the
+squares of the gradients it owns, one scalar allreduce adds those up, and
+each owner scales its gradients as Keras would before its apply runs with
+global_clipnorm off (only the order of the sum differs from one process).
+
 The whole update runs on every rank instead (said once, with the reason) with
-global_clipnorm (the norm needs every gradient), a LossScaleOptimizer (its
-finite check), use_ema (the averages read every variable before the new values
+global_clipnorm and gradient_accumulation_steps together (the clip applies to
+the accumulated gradients), a LossScaleOptimizer (its finite check), use_ema (the averages read every variable before the new values
 arrive), sparse gradients (IndexedSlices), variables of dtypes the engine does
 not move, and optimizers with state not made per variable (Adafactor's
 factored moments). The choice is made at an optimizer's first update: a later
@@ -58,8 +63,8 @@ def _why_not(opt, grads, variables):
     """Why this update of `opt` can't be sharded, or None."""
     if not opt.built and not variables:
         return "the optimizer is not built"  # Keras' own apply says what is wrong
-    if getattr(opt, "global_clipnorm", None):
-        return "global_clipnorm needs the norm of every gradient"
+    if getattr(opt, "global_clipnorm", None) and getattr(opt, "gradient_accumulation_steps", None):
+        return "global_clipnorm with gradient_accumulation_steps clips the accumulated gradients"
     if type(opt).__name__ == "LossScaleOptimizer":
         return "a LossScaleOptimizer checks every gradient"
     if getattr(opt, "use_ema", False):
@@ -151,7 +156,10 @@ def apply(opt, original, grads, variables, weight, reducing):
     reduced = collectives.reduce_to_owners(grads, weight, roots)
     mine = [(g, v) for g, v, r in zip(reduced, variables, roots)
             if r == state.rank and g is not None]
-    with reducing():
+    clip = getattr(opt, "global_clipnorm", None)
+    if clip:
+        mine = _clipped_by_global_norm(mine, clip, grads)
+    with reducing(), _without_global_clipnorm(opt, clip):
         if mine:
             original(opt, [g for g, _ in mine], [v for _, v in mine])
         else:
@@ -159,6 +167,41 @@ def apply(opt, original, grads, variables, weight, reducing):
     updated = [(v, r) for g, v, r in zip(grads, variables, roots) if g is not None]
     collectives.broadcast_from_owners([v for v, _ in updated], [r for _, r in updated])
     return True
+
+
+def _clipped_by_global_norm(mine, clip_norm, grads):
+    """The owned (gradient, variable) pairs scaled as Keras' global_clipnorm
+    scales them (clip_by_global_norm in keras/src/optimizers/base_optimizer.py),
+    with the norm of every gradient: each rank's sum of squares over the
+    gradients it owns, summed over ranks (one scalar allreduce, on every rank,
+    also one that owns nothing). Only the order of the sum differs from the
+    1-process norm."""
+    dtype = next(g.dtype for g in grads if g is not None)
+    if mine:
+        mine_sum = tf.reduce_sum(tf.stack([tf.reduce_sum(tf.square(g)) for g, _ in mine]))
+    else:
+        mine_sum = tf.zeros([], dtype)
+    total, = collectives.allreduce_sum([mine_sum], "global_norm")
+    norm = tf.sqrt(total)
+    scale_for_finite = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
+    scale = scale_for_finite + (norm - norm)  # NaN for a norm that is not finite, as in Keras
+    return [(g * scale, v) for g, v in mine]
+
+
+class _without_global_clipnorm:
+    """The optimizer's global_clipnorm off while its apply runs on the owned
+    gradients, which _clipped_by_global_norm has already scaled."""
+
+    def __init__(self, opt, clip):
+        self.opt, self.clip = opt, clip
+
+    def __enter__(self):
+        if self.clip:
+            self.opt.global_clipnorm = None
+
+    def __exit__(self, *exc):
+        if self.clip:
+            self.opt.global_clipnorm = self.clip
 
 
 def record_slot(opt, variable, slot):
