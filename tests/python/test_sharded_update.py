@@ -35,13 +35,22 @@ kwargs = {"global_clipnorm": 1.0} if clip == "global" else {"clipnorm": 0.5}
 if os.environ.get("ACCUMULATE"):
     kwargs["gradient_accumulation_steps"] = 2
 opt = keras.optimizers.Adam(0.01, weight_decay=0.01, **kwargs)
+if os.environ.get("LOSS_SCALE") == "overflow":
+    # Targets 10x larger and a scale so large that some gradients overflow in
+    # some steps (skipped, the scale halved) but not in others.
+    y *= 10
+    opt = keras.optimizers.LossScaleOptimizer(opt, initial_scale=2.0 ** 127, dynamic_growth_steps=2)
+elif os.environ.get("LOSS_SCALE"):  # no overflow: the scale grows every 2 steps
+    opt = keras.optimizers.LossScaleOptimizer(opt, initial_scale=2.0 ** 15, dynamic_growth_steps=2)
+inner = getattr(opt, "inner_optimizer", opt)
 loss_fn = keras.losses.MeanSquaredError()
 model.compile(opt, loss_fn)  # so that model.save writes the optimizer's state
 
 def step(xb, yb):
     with tf.GradientTape() as tape:
         loss = loss_fn(yb, model(xb, training=True))
-    grads = tape.gradient(loss, model.trainable_variables)
+        scaled = opt.scale_loss(loss) if inner is not opt else loss
+    grads = tape.gradient(scaled, model.trainable_variables)
     opt.apply_gradients(zip(grads, model.trainable_variables))
     return loss, tf.linalg.global_norm(grads)  # this rank's gradients' norm
 if not os.environ.get("EAGER"):
@@ -52,7 +61,7 @@ for xb, yb in tf.data.Dataset.from_tensor_slices((x, y)).batch(32):
     loss, norm = step(xb, yb)
     losses.append(float(loss)), norms.append(float(norm))
 def slots():
-    return [np.asarray(v).tolist() for v in opt.variables[2:]]  # after iterations, learning rate
+    return [np.asarray(v).tolist() for v in inner.variables[2:]]  # after iterations, learning rate
 before = slots()
 model.save(os.path.join(out, "model.keras"))
 after = slots()
@@ -64,8 +73,10 @@ if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
 loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
 json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
            "before": before, "after": after, "owners": owners,
-           "saved": [np.asarray(v).tolist() for v in loaded.optimizer.variables[2:]],
-           "iterations": int(opt.iterations.numpy())},
+           "saved": [np.asarray(v).tolist() for v in
+                     getattr(loaded.optimizer, "inner_optimizer", loaded.optimizer).variables[2:]],
+           "iterations": int(opt.iterations.numpy()),
+           "scale": float(opt.dynamic_scale.numpy()) if inner is not opt else None},
           open(os.path.join(out, f"rank-{rank}.json"), "w"))
 """
 
@@ -82,15 +93,20 @@ def _close(a, b, what):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=what)
 
 
-@pytest.mark.parametrize("np_,eager,clip", [(2, False, "norm"), (3, False, "norm"),
-                                            (2, True, "norm"), (3, False, "global"),
-                                            (2, True, "global")])
-def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, clip, tmp_path):
+@pytest.mark.parametrize("np_,eager,clip,loss_scale", [
+    (2, False, "norm", False), (3, False, "norm", False), (2, True, "norm", False),
+    (3, False, "global", False), (2, True, "global", False),
+    (3, False, "norm", True), (2, True, "norm", True)])
+def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, clip, loss_scale,
+                                                                  tmp_path):
     # Eagerly too: the step's collectives run one by one, and the update must
     # still run once (iterations == 6). With global_clipnorm the owners scale
-    # their gradients by the norm of all of them (Note [Sharded update]).
+    # their gradients by the norm of all of them; with a LossScaleOptimizer
+    # every rank skips the steps where any gradient overflowed (Note [Sharded
+    # update]).
     args = [sys.executable, "-c", SCRIPT]
-    env = {"CLIP": clip, **({"EAGER": "1"} if eager else {})}
+    env = {"CLIP": clip, **({"EAGER": "1"} if eager else {}),
+           **({"LOSS_SCALE": "1"} if loss_scale else {})}
     _run(args, tmp_path / "one", env)
     r = _run(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many",
              {**env, "TFMPI_SHARDED_UPDATE": "1"})
@@ -98,12 +114,15 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     if clip == "global":  # the clip is at work: the first steps' norms are above 1.0
         assert ref["norms"][0] > 1.0, ref["norms"]
+    if loss_scale:  # the scale grew three times
+        assert ref["scale"] == 2.0 ** 18, ref["scale"]
     owners = None
     for rank in range(np_):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         _close(got["weights"], ref["weights"], f"rank {rank} weights")
         assert got["iterations"] == ref["iterations"] == 6
+        assert got["scale"] == ref["scale"], f"rank {rank}: loss scale {got['scale']}"
         owners = owners or got["owners"]
         assert got["owners"] == owners and len(owners) == 6, got["owners"]
         assert set(owners) == set(range(np_)), f"every rank owns something: {owners}"
@@ -116,6 +135,28 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
                 assert not np.any(b), f"rank {rank} updated slot {k} of rank {owners[variable]}'s"
         _close(got["after"], ref["after"], f"rank {rank} slots after the save")
         _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
+
+
+def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
+    # A scale at the edge of float32: some steps overflow in some gradients,
+    # and which ones depends on each rank's slice, as with the full update
+    # (a slice's scaled gradient can overflow where the whole batch's would
+    # not, so here both runs differ from one process). Every rank must skip
+    # exactly the steps the full update skips: the finite check is of every
+    # gradient, not of the ones a rank owns.
+    args = ["tfmpirun", "-np", "3", sys.executable, "-c", SCRIPT]
+    env = {"LOSS_SCALE": "overflow"}
+    _run(args, tmp_path / "full", {**env, "TFMPI_SHARDED_UPDATE": "0"})
+    r = _run(args, tmp_path / "sharded", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    assert "runs in full" not in r.stdout, r.stdout
+    ref = json.load(open(tmp_path / "full" / "rank-0.json"))
+    assert 0 < ref["iterations"] < 6, ref["iterations"]  # steps were skipped, not all
+    for rank in range(3):
+        got = json.load(open(tmp_path / "sharded" / f"rank-{rank}.json"))
+        assert (got["iterations"], got["scale"]) == (ref["iterations"], ref["scale"]), rank
+        np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        _close(got["after"], ref["after"], f"rank {rank} slots after the save")
 
 
 def test_global_clipnorm_with_accumulation_runs_the_full_update_and_says_why(tmp_path):

@@ -30,12 +30,20 @@ squares of the gradients it owns, one scalar allreduce adds those up, and
 each owner scales its gradients as Keras would before its apply runs with
 global_clipnorm off (only the order of the sum differs from one process).
 
+With a LossScaleOptimizer the finite check is of every gradient: each rank
+checks the gradients it owns, one scalar allreduce counts the ranks that saw
+an overflow, and every rank runs the same one of its two steps (finite:
+unscale, update, count towards growth; non-finite: halve the scale), so the
+scale and its counter are the same everywhere; only the inner optimizer's
+slots are sharded.
+
 The whole update runs on every rank instead (said once, with the reason) with
 global_clipnorm and gradient_accumulation_steps together (the clip applies to
-the accumulated gradients), a LossScaleOptimizer (its finite check), use_ema (the averages read every variable before the new values
-arrive), sparse gradients (IndexedSlices), variables of dtypes the engine does
-not move, and optimizers with state not made per variable (Adafactor's
-factored moments). The choice is made at an optimizer's first update: a later
+the accumulated gradients), a LossScaleOptimizer whose inner optimizer has
+global_clipnorm (the clip is inside its finite step), use_ema (the averages
+read every variable before the new values arrive), sparse gradients
+(IndexedSlices), variables of dtypes the engine does not move, and optimizers
+with state not made per variable (Adafactor's factored moments). The choice is made at an optimizer's first update: a later
 update of a sharded optimizer that can't be sharded (sparse gradients, say)
 stops with an error naming TFMPI_SHARDED_UPDATE=0. tf_keras optimizers are not
 sharded.
@@ -59,15 +67,29 @@ def enabled():
     return state.size > 1 and state.options is not None and state.options.sharded_update
 
 
+def _loss_scaled(opt):
+    return type(opt).__name__ == "LossScaleOptimizer" and hasattr(opt, "inner_optimizer")
+
+
+def _updating(opt):
+    """The optimizer that updates the variables: a LossScaleOptimizer's inner one."""
+    return opt.inner_optimizer if _loss_scaled(opt) else opt
+
+
 def _why_not(opt, grads, variables):
     """Why this update of `opt` can't be sharded, or None."""
     if not opt.built and not variables:
         return "the optimizer is not built"  # Keras' own apply says what is wrong
-    if getattr(opt, "global_clipnorm", None) and getattr(opt, "gradient_accumulation_steps", None):
+    inner = _updating(opt)
+    if _loss_scaled(opt):
+        if not all(hasattr(opt, m) for m in ("_stateful_handle_finite_grads",
+                                             "_stateful_handle_non_finite_grads")):
+            return "this Keras' LossScaleOptimizer has no finite and non-finite steps of its own"
+        if getattr(inner, "global_clipnorm", None):
+            return "a LossScaleOptimizer clips by global norm inside its finite step"
+    if getattr(inner, "global_clipnorm", None) and getattr(inner, "gradient_accumulation_steps", None):
         return "global_clipnorm with gradient_accumulation_steps clips the accumulated gradients"
-    if type(opt).__name__ == "LossScaleOptimizer":
-        return "a LossScaleOptimizer checks every gradient"
-    if getattr(opt, "use_ema", False):
+    if getattr(inner, "use_ema", False):
         return "use_ema averages every variable"
     if any(isinstance(g, tf.IndexedSlices) for g in grads):
         return "sparse gradients (IndexedSlices)"
@@ -121,8 +143,11 @@ def _build(opt, variables):
 
 
 def _unrecorded_slots(opt):
-    """Optimizer variables other than the step counter and learning rate that
-    add_variable_from_reference did not make (so no owner is known for them)."""
+    """Variables of the updating optimizer other than the step counter and
+    learning rate that add_variable_from_reference did not make (so no owner
+    is known for them). A LossScaleOptimizer's own scale and counter are the
+    same on every rank: every rank runs its finite or non-finite step."""
+    opt = _updating(opt)
     known = {id(slot) for _, slot in _slots.get(opt, ())}
     known.add(id(opt.iterations))
     known.add(id(getattr(opt, "_learning_rate", None)))
@@ -160,7 +185,9 @@ def apply(opt, original, grads, variables, weight, reducing):
     if clip:
         mine = _clipped_by_global_norm(mine, clip, grads)
     with reducing(), _without_global_clipnorm(opt, clip):
-        if mine:
+        if _loss_scaled(opt):
+            _loss_scaled_update(opt, mine)
+        elif mine:
             original(opt, [g for g, _ in mine], [v for _, v in mine])
         else:
             opt.iterations.assign_add(1)
@@ -188,6 +215,28 @@ def _clipped_by_global_norm(mine, clip_norm, grads):
     return [(g * scale, v) for g, v in mine]
 
 
+def _loss_scaled_update(opt, mine):
+    """A LossScaleOptimizer's apply on the owned (gradient, variable) pairs,
+    with the finite check of every gradient: each rank checks those it owns,
+    one scalar allreduce counts the ranks that found a non-finite one, and
+    every rank takes the same step: the finite one (unscale, inner update of
+    its own variables, the scale's growth counter) or the non-finite one
+    (halve the scale), so the scale and counter agree everywhere."""
+    if mine:
+        finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g, _ in mine]))
+    else:
+        finite = tf.constant(True)
+    bad, = collectives.allreduce_sum([tf.cast(tf.logical_not(finite), tf.int32)], "finite_check")
+    grads, variables = [g for g, _ in mine], [v for _, v in mine]
+
+    def finite_step():
+        opt._stateful_handle_finite_grads(grads, variables)
+        if not mine:  # the inner apply returns early without gradients: count the step here
+            opt.iterations.assign_add(1)
+
+    tf.cond(tf.equal(bad, 0), finite_step, opt._stateful_handle_non_finite_grads)
+
+
 class _without_global_clipnorm:
     """The optimizer's global_clipnorm off while its apply runs on the owned
     gradients, which _clipped_by_global_norm has already scaled."""
@@ -213,7 +262,7 @@ def sync_state():
     [Sharded update]). Eager, on every rank at the same point."""
     for opt in _sharded:
         owner = _owner_of(opt)
-        pairs = [(slot, owner(v)) for v, slot in _slots.get(opt, ())]
+        pairs = [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ())]
         if pairs:
             collectives.broadcast_from_owners([s for s, _ in pairs], [r for _, r in pairs],
                                               role="owned_state")
