@@ -29,11 +29,16 @@ keras.utils.set_random_seed(2)
 rng = np.random.default_rng(0)
 x = rng.normal(size=(192, 6)).astype("float32")
 y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
-model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
-                          keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
+if os.environ.get("TINY"):  # one variable: at 2 ranks, rank 1 owns nothing
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3, use_bias=False)])
+else:
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
+                              keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
 kwargs = {"global_clipnorm": 1.0} if clip == "global" else {"clipnorm": 0.5}
 if os.environ.get("ACCUMULATE"):
     kwargs["gradient_accumulation_steps"] = 2
+if os.environ.get("LOSS_SCALE_FACTOR"):  # a fixed scale: gradients divided by it before the clip
+    kwargs["loss_scale_factor"] = 1024.0
 opt = keras.optimizers.Adam(0.01, weight_decay=0.01, **kwargs)
 if os.environ.get("LOSS_SCALE") == "overflow":
     # Targets 10x larger and a scale so large that some gradients overflow in
@@ -49,7 +54,7 @@ model.compile(opt, loss_fn)  # so that model.save writes the optimizer's state
 def step(xb, yb):
     with tf.GradientTape() as tape:
         loss = loss_fn(yb, model(xb, training=True))
-        scaled = opt.scale_loss(loss) if inner is not opt else loss
+        scaled = opt.scale_loss(loss)  # by the loss scale or loss_scale_factor, if any
     grads = tape.gradient(scaled, model.trainable_variables)
     opt.apply_gradients(zip(grads, model.trainable_variables))
     return loss, tf.linalg.global_norm(grads)  # this rank's gradients' norm
@@ -95,7 +100,7 @@ def _close(a, b, what):
 
 @pytest.mark.parametrize("np_,eager,clip,loss_scale", [
     (2, False, "norm", False), (3, False, "norm", False), (2, True, "norm", False),
-    (3, False, "global", False), (2, True, "global", False),
+    (3, False, "global", False), (2, True, "global", False), (2, False, "global", "factor"),
     (3, False, "norm", True), (2, True, "norm", True)])
 def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, clip, loss_scale,
                                                                   tmp_path):
@@ -106,7 +111,8 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
     # update]).
     args = [sys.executable, "-c", SCRIPT]
     env = {"CLIP": clip, **({"EAGER": "1"} if eager else {}),
-           **({"LOSS_SCALE": "1"} if loss_scale else {})}
+           **({"LOSS_SCALE_FACTOR": "1"} if loss_scale == "factor" else
+              {"LOSS_SCALE": "1"} if loss_scale else {})}
     _run(args, tmp_path / "one", env)
     r = _run(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many",
              {**env, "TFMPI_SHARDED_UPDATE": "1"})
@@ -114,7 +120,7 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     if clip == "global":  # the clip is at work: the first steps' norms are above 1.0
         assert ref["norms"][0] > 1.0, ref["norms"]
-    if loss_scale:  # the scale grew three times
+    if loss_scale is True:  # the scale grew three times
         assert ref["scale"] == 2.0 ** 18, ref["scale"]
     owners = None
     for rank in range(np_):
@@ -159,16 +165,34 @@ def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
         _close(got["after"], ref["after"], f"rank {rank} slots after the save")
 
 
-def test_global_clipnorm_with_accumulation_runs_the_full_update_and_says_why(tmp_path):
-    # With gradient_accumulation_steps the clip applies to the accumulated
-    # gradients inside Keras: every rank updates every variable (all slots
-    # current before any save), said once on rank 0.
+@pytest.mark.parametrize("eager,variant", [(False, {"CLIP": "global"}), (True, {"LOSS_SCALE": "1"})])
+def test_a_rank_that_owns_nothing_still_takes_part(eager, variant, tmp_path):
+    # One variable, two ranks: rank 1 owns nothing, yet it joins the global
+    # norm's allreduce or the finite check and counts the step.
+    args = [sys.executable, "-c", SCRIPT]
+    env = {"TINY": "1", **variant, **({"EAGER": "1"} if eager else {})}
+    _run(args, tmp_path / "one", env)
+    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    assert "runs in full" not in r.stdout, r.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        assert got["owners"] == [0], got["owners"]
+        assert (got["iterations"], got["scale"]) == (ref["iterations"], ref["scale"]) == (6, ref["scale"])
+        np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        _close(got["after"], ref["after"], f"rank {rank} slots after the save")
+
+
+def test_gradient_accumulation_runs_the_full_update_and_says_why(tmp_path):
+    # gradient_accumulation_steps is not sharded: every rank updates every
+    # variable (all slots current before any save), said once on rank 0.
     args = [sys.executable, "-c", SCRIPT]
     env = {"CLIP": "global", "ACCUMULATE": "1"}
     _run(args, tmp_path / "one", env)
     r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
-    assert r.stdout.count("global_clipnorm with gradient_accumulation_steps clips the "
-                          "accumulated gradients") == 1, r.stdout
+    assert r.stdout.count("gradient_accumulation_steps (the accumulated updates are not "
+                          "sharded)") == 1, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     for rank in range(2):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))

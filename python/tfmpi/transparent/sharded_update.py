@@ -27,8 +27,9 @@ state fit leaves are the 1-process run's. Memory is not saved.
 
 With global_clipnorm, the norm is of every gradient: each rank sums the
 squares of the gradients it owns, one scalar allreduce adds those up, and
-each owner scales its gradients as Keras would before its apply runs with
-global_clipnorm off (only the order of the sum differs from one process).
+each owner unscales (loss_scale_factor) and scales its gradients as Keras
+would before its apply runs with both off (only the order of the sum differs
+from one process).
 
 With a LossScaleOptimizer the finite check is of every gradient: each rank
 checks the gradients it owns, one scalar allreduce counts the ranks that saw
@@ -38,8 +39,7 @@ scale and its counter are the same everywhere; only the inner optimizer's
 slots are sharded.
 
 The whole update runs on every rank instead (said once, with the reason) with
-global_clipnorm and gradient_accumulation_steps together (the clip applies to
-the accumulated gradients), a LossScaleOptimizer whose inner optimizer has
+gradient_accumulation_steps, a LossScaleOptimizer whose inner optimizer has
 global_clipnorm (the clip is inside its finite step), use_ema (the averages
 read every variable before the new values arrive), sparse gradients
 (IndexedSlices), variables of dtypes the engine does not move, and optimizers
@@ -68,7 +68,9 @@ def enabled():
 
 
 def _loss_scaled(opt):
-    return type(opt).__name__ == "LossScaleOptimizer" and hasattr(opt, "inner_optimizer")
+    from keras.src.optimizers.loss_scale_optimizer import LossScaleOptimizer
+
+    return isinstance(opt, LossScaleOptimizer)
 
 
 def _updating(opt):
@@ -87,8 +89,8 @@ def _why_not(opt, grads, variables):
             return "this Keras' LossScaleOptimizer has no finite and non-finite steps of its own"
         if getattr(inner, "global_clipnorm", None):
             return "a LossScaleOptimizer clips by global norm inside its finite step"
-    if getattr(inner, "global_clipnorm", None) and getattr(inner, "gradient_accumulation_steps", None):
-        return "global_clipnorm with gradient_accumulation_steps clips the accumulated gradients"
+    if getattr(inner, "gradient_accumulation_steps", None):
+        return "gradient_accumulation_steps (the accumulated updates are not sharded)"
     if getattr(inner, "use_ema", False):
         return "use_ema averages every variable"
     if any(isinstance(g, tf.IndexedSlices) for g in grads):
@@ -142,6 +144,14 @@ def _build(opt, variables):
     opt.built = True
 
 
+def _counter(opt):
+    """The updating optimizer's step counter variable (its `iterations` is a
+    computed tensor with gradient accumulation)."""
+    opt = _updating(opt)
+    counter = getattr(opt, "_iterations", None)
+    return opt.iterations if counter is None else counter
+
+
 def _unrecorded_slots(opt):
     """Variables of the updating optimizer other than the step counter and
     learning rate that add_variable_from_reference did not make (so no owner
@@ -149,7 +159,7 @@ def _unrecorded_slots(opt):
     same on every rank: every rank runs its finite or non-finite step."""
     opt = _updating(opt)
     known = {id(slot) for _, slot in _slots.get(opt, ())}
-    known.add(id(opt.iterations))
+    known.add(id(_counter(opt)))
     known.add(id(getattr(opt, "_learning_rate", None)))
     return [v for v in opt.variables if id(v) not in known]
 
@@ -182,37 +192,53 @@ def apply(opt, original, grads, variables, weight, reducing):
     mine = [(g, v) for g, v, r in zip(reduced, variables, roots)
             if r == state.rank and g is not None]
     clip = getattr(opt, "global_clipnorm", None)
+    off = ()
     if clip:
-        mine = _clipped_by_global_norm(mine, clip, grads)
-    with reducing(), _without_global_clipnorm(opt, clip):
+        mine = _clipped_by_global_norm(opt, mine, clip, grads)
+        off = ("global_clipnorm", "loss_scale_factor")  # done by _clipped_by_global_norm
+    with reducing(), _attributes_off(opt, off):
         if _loss_scaled(opt):
             _loss_scaled_update(opt, mine)
         elif mine:
             original(opt, [g for g, _ in mine], [v for _, v in mine])
         else:
-            opt.iterations.assign_add(1)
+            _counter(opt).assign_add(1)
     updated = [(v, r) for g, v, r in zip(grads, variables, roots) if g is not None]
     collectives.broadcast_from_owners([v for v, _ in updated], [r for _, r in updated])
     return True
 
 
-def _clipped_by_global_norm(mine, clip_norm, grads):
-    """The owned (gradient, variable) pairs scaled as Keras' global_clipnorm
-    scales them (clip_by_global_norm in keras/src/optimizers/base_optimizer.py),
-    with the norm of every gradient: each rank's sum of squares over the
-    gradients it owns, summed over ranks (one scalar allreduce, on every rank,
-    also one that owns nothing). Only the order of the sum differs from the
-    1-process norm."""
-    dtype = next(g.dtype for g in grads if g is not None)
-    if mine:
-        mine_sum = tf.reduce_sum(tf.stack([tf.reduce_sum(tf.square(g)) for g, _ in mine]))
-    else:
-        mine_sum = tf.zeros([], dtype)
+def _clipped_by_global_norm(opt, mine, clip_norm, grads):
+    """The owned (gradient, variable) pairs as Keras' apply has them when its
+    update runs: divided by loss_scale_factor, then scaled by global_clipnorm
+    (clip_by_global_norm in keras/src/optimizers/base_optimizer.py), with the
+    norm of every gradient: each rank's sum of squares over the gradients it
+    owns, summed over ranks (one scalar allreduce, on every rank, also one
+    that owns nothing). Variables that take their gradient as their value
+    (overwrite_with_gradient) are left out, as Keras leaves them out. Only the
+    order of the sum differs from the 1-process norm."""
+    overwrite = getattr(opt, "_overwrite_variable_with_gradient", lambda v: False)
+    factor = getattr(opt, "loss_scale_factor", None)
+    dtype = next((g.dtype for g in grads if g is not None), tf.float32)  # alike on every rank
+    out, clipped = [], []
+    for g, v in mine:
+        if overwrite(v):
+            out.append((g, v))
+            continue
+        if factor is not None:
+            g = g / factor
+        out.append((g, v))
+        clipped.append(len(out) - 1)
+    squares = [tf.cast(tf.reduce_sum(tf.square(out[i][0])), dtype) for i in clipped]
+    mine_sum = tf.reduce_sum(tf.stack(squares)) if squares else tf.zeros([], dtype)
     total, = collectives.allreduce_sum([mine_sum], "global_norm")
     norm = tf.sqrt(total)
     scale_for_finite = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
     scale = scale_for_finite + (norm - norm)  # NaN for a norm that is not finite, as in Keras
-    return [(g * scale, v) for g, v in mine]
+    for i in clipped:
+        g, v = out[i]
+        out[i] = (g * tf.cast(scale, g.dtype), v)
+    return out
 
 
 def _loss_scaled_update(opt, mine):
@@ -232,25 +258,25 @@ def _loss_scaled_update(opt, mine):
     def finite_step():
         opt._stateful_handle_finite_grads(grads, variables)
         if not mine:  # the inner apply returns early without gradients: count the step here
-            opt.iterations.assign_add(1)
+            _counter(opt).assign_add(1)
 
     tf.cond(tf.equal(bad, 0), finite_step, opt._stateful_handle_non_finite_grads)
 
 
-class _without_global_clipnorm:
-    """The optimizer's global_clipnorm off while its apply runs on the owned
-    gradients, which _clipped_by_global_norm has already scaled."""
+class _attributes_off:
+    """`names` of the optimizer set to None while its apply runs, then restored."""
 
-    def __init__(self, opt, clip):
-        self.opt, self.clip = opt, clip
+    def __init__(self, opt, names):
+        self.opt, self.names = opt, names
 
     def __enter__(self):
-        if self.clip:
-            self.opt.global_clipnorm = None
+        self.saved = [(n, getattr(self.opt, n)) for n in self.names]
+        for n in self.names:
+            setattr(self.opt, n, None)
 
     def __exit__(self, *exc):
-        if self.clip:
-            self.opt.global_clipnorm = self.clip
+        for n, value in self.saved:
+            setattr(self.opt, n, value)
 
 
 def record_slot(opt, variable, slot):
