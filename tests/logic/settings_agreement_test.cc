@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <set>
 #include <string>
@@ -108,22 +109,6 @@ TEST(SharedSettings, AutotuneSaysWhatItSearches) {
   EXPECT_TRUE(found);
 }
 
-// Counts Abandon() calls (Note [Abandoning MPI]).
-class CountsAbandon final : public testing::ForwardingCommunicator {
- public:
-  CountsAbandon(std::unique_ptr<Communicator> inner, std::atomic<int>* count)
-      : ForwardingCommunicator(std::move(inner)), count_(count) {}
-  void Abandon() override {
-    ++*count_;
-    ForwardingCommunicator::Abandon();
-  }
-
- private:
-  std::atomic<int>* count_;
-};
-
-// Ranks whose options differ never start: rank 0 says what differs, every
-// other rank fails too (no rank is left waiting in a first collective).
 // Values in effect are compared: the message size left to its default and
 // set to what the default is at this world size agree.
 TEST(SharedSettings, TheMessageSizeInEffectIsCompared) {
@@ -148,26 +133,56 @@ TEST(SharedSettings, EveryEngineParameterIsSharedOrPerRank) {
   }
 }
 
-TEST(EngineStart, RefusesRanksWithDifferentSettings) {
-  constexpr int kSize = 3;
-  auto world = std::make_shared<InProcWorld>(kSize);
-  std::vector<Status> started(kSize);
-  std::atomic<int> abandoned{0};
-  testing::Spawn(kSize, [&](int rank) {
-    EngineOptions o = testing::TestOptions();
-    if (rank == 2) o.fusion_threshold = 0;
-    o.caller_settings = {{"TFMPI_SHARES", rank == 1 ? "equal" : "adaptive"}};
+// Counts Abandon() calls (Note [Abandoning MPI]).
+class CountsAbandon final : public testing::ForwardingCommunicator {
+ public:
+  CountsAbandon(std::unique_ptr<Communicator> inner, std::atomic<int>* count)
+      : ForwardingCommunicator(std::move(inner)), count_(count) {}
+  void Abandon() override {
+    ++*count_;
+    ForwardingCommunicator::Abandon();
+  }
+
+ private:
+  std::atomic<int>* count_;
+};
+
+using Wrap = std::function<std::unique_ptr<Communicator>(int rank, std::unique_ptr<Communicator>)>;
+
+// Engine::Start on `size` rank threads over one in-process world, rank r with
+// options_of(r) and its communicator wrapped by `wrap`; each rank's Start status.
+std::vector<Status> StartRanks(int size, const std::function<EngineOptions(int)>& options_of,
+                               const Wrap& wrap) {
+  auto world = std::make_shared<InProcWorld>(size);
+  std::vector<Status> started(static_cast<std::size_t>(size));
+  testing::Spawn(size, [&](int rank) {
     std::unique_ptr<Engine> engine;
     started[rank] = Engine::Start(
-        o,
+        options_of(rank),
         [&](std::unique_ptr<Communicator>* out) {
-          *out = std::make_unique<CountsAbandon>(std::make_unique<InProcCommunicator>(world, rank),
-                                                 &abandoned);
+          *out = wrap(rank, std::make_unique<InProcCommunicator>(world, rank));
           return Status::Ok();
         },
         &engine);
-    EXPECT_EQ(engine, nullptr);
+    EXPECT_EQ(engine == nullptr, !started[rank].ok());
   });
+  return started;
+}
+
+// Ranks whose options differ never start: rank 0 says what differs, every
+// other rank fails too (no rank is left waiting in a first collective).
+TEST(EngineStart, RefusesRanksWithDifferentSettings) {
+  constexpr int kSize = 3;
+  std::atomic<int> abandoned{0};
+  const std::vector<Status> started = StartRanks(kSize, [](int rank) {
+    EngineOptions o = testing::TestOptions();
+    if (rank == 2) o.fusion_threshold = 0;
+    o.caller_settings = {{"TFMPI_SHARES", rank == 1 ? "equal" : "adaptive"}};
+    return o;
+  }, [&](int, std::unique_ptr<Communicator> c) -> std::unique_ptr<Communicator> {
+    return std::make_unique<CountsAbandon>(std::move(c), &abandoned);
+  });
+  for (int r = 0; r < kSize; ++r) EXPECT_FALSE(started[r].ok()) << "rank " << r;
   // Every rank failed in the check together: MPI is left to end normally.
   EXPECT_EQ(abandoned.load(), 0);
   EXPECT_TRUE(Contains(started[0].message(),
@@ -183,38 +198,24 @@ TEST(EngineStart, RefusesRanksWithDifferentSettings) {
 // ranks inside the check with it fail to start too instead of waiting forever.
 class ThrowsInGather final : public testing::ForwardingCommunicator {
  public:
-  ThrowsInGather(std::unique_ptr<Communicator> inner, std::atomic<int>* abandoned)
-      : ForwardingCommunicator(std::move(inner)), abandoned_(abandoned) {}
+  using ForwardingCommunicator::ForwardingCommunicator;
   Status GatherToRoot(const std::string&, std::vector<std::string>*) override {
     throw std::runtime_error("the link went down");
   }
-  void Abandon() override {
-    ++*abandoned_;
-    ForwardingCommunicator::Abandon();
-  }
-
- private:
-  std::atomic<int>* abandoned_;
 };
 
 TEST(EngineStart, AFailedCheckOnOneRankFailsEveryRank) {
   constexpr int kSize = 3;
-  auto world = std::make_shared<InProcWorld>(kSize);
-  std::vector<Status> started(kSize);
   std::atomic<int> abandoned{0};
   // Without the abandon the other ranks would wait in the gather forever (the
   // test's CTest timeout ends it).
-  testing::Spawn(kSize, [&](int rank) {
-    std::unique_ptr<Engine> engine;
-    started[rank] = Engine::Start(
-        testing::TestOptions(),
-        [&](std::unique_ptr<Communicator>* out) {
-          *out = std::make_unique<InProcCommunicator>(world, rank);
-          if (rank == 1) *out = std::make_unique<ThrowsInGather>(std::move(*out), &abandoned);
-          return Status::Ok();
-        },
-        &engine);
-  });
+  const std::vector<Status> started = StartRanks(
+      kSize, [](int) { return testing::TestOptions(); },
+      [&](int rank, std::unique_ptr<Communicator> c) -> std::unique_ptr<Communicator> {
+        if (rank != 1) return c;
+        return std::make_unique<ThrowsInGather>(
+            std::make_unique<CountsAbandon>(std::move(c), &abandoned));
+      });
   EXPECT_EQ(abandoned.load(), 1);  // the rank that failed alone
   for (int r = 0; r < kSize; ++r) EXPECT_FALSE(started[r].ok()) << "rank " << r;
   EXPECT_TRUE(Contains(started[1].message(), {"the link went down"})) << started[1].ToString();

@@ -18,6 +18,20 @@ pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
+# Keras callback for the scripts below: each step's loss into `losses`, and the
+# slice sizes this rank trained on into `sizes`.
+RECORD = """
+class Record(keras.callbacks.Callback):
+    def on_train_batch_end(self, step, logs=None):
+        losses.append(float(logs["loss"]))
+        try:
+            import tfmpi.transparent.state as s
+            if s.split is not None:
+                sizes.add(int(s.split.numpy()[1]))
+        except ImportError:
+            pass
+"""
+
 SCRIPT = """
 import json, os, sys
 import numpy as np, tensorflow as tf
@@ -41,16 +55,7 @@ model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="r
 loss = keras.losses.MeanSquaredError(reduction="sum" if loss_kind == "sum" else "sum_over_batch_size")
 model.compile(keras.optimizers.SGD(lr), loss)
 losses, sizes = [], set()
-class Record(keras.callbacks.Callback):
-    def on_train_batch_end(self, step, logs=None):
-        losses.append(float(logs["loss"]))
-        try:
-            import tfmpi.transparent.state as s
-            if s.split is not None:
-                sizes.add(int(s.split.numpy()[1]))
-        except ImportError:
-            pass
-kwargs = dict(epochs=2, verbose=0, callbacks=[Record()])
+""" + RECORD + """kwargs = dict(epochs=2, verbose=0, callbacks=[Record()])
 if len(sys.argv) > 6:  # evaluation between the epochs
     kwargs["validation_data"] = (x[:40], y[:40])
 if train is None:
@@ -197,16 +202,7 @@ class Summary(keras.layers.Layer):  # a ragged batch [B, (len)] -> [B, 2]: sum a
 model = keras.Sequential([Summary(), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
 model.compile(keras.optimizers.SGD(0.05), "mse")
 sizes = set()
-class Record(keras.callbacks.Callback):
-    def on_train_batch_end(self, step, logs=None):
-        losses.append(float(logs["loss"]))
-        try:
-            import tfmpi.transparent.state as s
-            if s.split is not None:
-                sizes.add(int(s.split.numpy()[1]))
-        except ImportError:
-            pass
-losses = []
+""" + RECORD + """losses = []
 model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch), epochs=2, verbose=0,
           callbacks=[Record()])
 json.dump({"loss": losses, "sizes": sorted(sizes), "weights": [w.tolist() for w in model.get_weights()]},

@@ -43,10 +43,10 @@ gradient_accumulation_steps, a LossScaleOptimizer whose inner optimizer has
 global_clipnorm (the clip is inside its finite step), use_ema (the averages
 read every variable before the new values arrive), sparse gradients
 (IndexedSlices), variables of dtypes the engine does not move, and optimizers
-with state not made per variable (Adafactor's factored moments). The choice is made at an optimizer's first update: a later
-update of a sharded optimizer that can't be sharded (sparse gradients, say)
-stops with an error naming TFMPI_SHARDED_UPDATE=0. tf_keras optimizers are not
-sharded.
+with state not made per variable (Adafactor's factored moments). The choice
+is made at an optimizer's first update: a later update of a sharded optimizer
+that can't be sharded (sparse gradients, say) stops with an error naming
+TFMPI_SHARDED_UPDATE=0. tf_keras optimizers are not sharded.
 """
 
 import sys
