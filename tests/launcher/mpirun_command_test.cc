@@ -175,8 +175,23 @@ TEST(MpirunCommand, MpichForwardsWithGenvAndValues) {
   EXPECT_TRUE(Has(a, {"-genv", "TFMPI_FUSION_THRESHOLD", "1024"}));
   EXPECT_TRUE(Has(a, {"-genv", "TFMPI_SEED", "5"}));
   EXPECT_TRUE(Has(a, {"-genv", "PYTHONPATH", "/s:/mine"}));
-  EXPECT_FALSE(Has(a, {"-genv", "HOME"}));  // Hydra passes the rest of the environment itself
-  EXPECT_FALSE(Has(a, {"-genvlist"}));  // see Note [Forwarding the environment]
+  EXPECT_FALSE(Has(a, {"-genv", "HOME"}));  // the rest goes by name
+}
+
+// Hydra's default passes every variable, host-specific ones too: the rest of
+// the environment is named with -genvlist (Note [Forwarding the environment]).
+TEST(MpirunCommand, MpichNamesTheRestOfTheEnvironmentButNotHostSpecificVariables) {
+  const Environment env = {{"HOME", "/home/u"}, {"PATH", "/bin"}, {"HOSTNAME", "node7"},
+                           {"CUDA_VISIBLE_DEVICES", "1"}, {"PMI_RANK", "3"}, {"TFMPI_SEED", "5"}};
+  const Words a = BuildMpirunCommand(Options(2), MpiFlavor::kMpich, env, 8, false).argv;
+  EXPECT_TRUE(Has(a, {"-genvlist", "HOME,PATH"}));
+  EXPECT_TRUE(Has(a, {"-genv", "TFMPI_SEED", "5"}));
+  EXPECT_FALSE(Has(a, {"-genvnone"}));  // Hydra refuses two environment settings
+  // Nothing left to name: no variable passes but tfmpi's own.
+  const Words none = BuildMpirunCommand(Options(2), MpiFlavor::kMpich, {{"HOSTNAME", "n"}}, 8,
+                                        false).argv;
+  EXPECT_TRUE(Has(none, {"-genvnone"}));
+  EXPECT_FALSE(Has(none, {"-genvlist"}));
 }
 
 TEST(MpirunCommand, OutputFilename) {

@@ -94,15 +94,19 @@ def test_dry_run_per_flavor(flavor, expected):
         assert words in r.stdout, (words, r.stdout)
 
 
-def test_the_environment_reaches_remote_ranks_but_not_host_specific_variables():
-    r = tfmpirun("-np", "4", "-H", "a:2,b:2", "--dry-run", "--", PYTHON, "-c", "pass",
+@pytest.mark.parametrize("flavor", ["openmpi", "mpich"])
+def test_the_environment_reaches_remote_ranks_but_not_host_specific_variables(flavor):
+    r = tfmpirun("-np", "4", "-H", "a:2,b:2", "--mpi-flavor", flavor, "--dry-run", "--", PYTHON,
+                 "-c", "pass",
                  env={"TF_USE_LEGACY_KERAS": "1", "MY_DATA_DIR": "/data", "HOSTNAME": "node7",
                       "OMPI_COMM_WORLD_RANK": "3", "CUDA_VISIBLE_DEVICES": "1"})
     assert r.returncode == 0, r.stderr
-    for name in ("TF_USE_LEGACY_KERAS", "MY_DATA_DIR", "PATH"):
-        assert f"-x {name} " in r.stdout, (name, r.stdout)
-    for name in ("HOSTNAME", "OMPI_COMM_WORLD_RANK", "CUDA_VISIBLE_DEVICES"):
-        assert f"-x {name} " not in r.stdout, (name, r.stdout)
+    words = r.stdout.split()
+    after = [n for w, n in zip(words, words[1:]) if w == {"openmpi": "-x", "mpich": "-genvlist"}[flavor]]
+    # Open MPI: -x A -x B ...; MPICH: -genvlist A,B,... (Hydra would pass every variable)
+    forwarded = set(",".join(after).split(","))
+    assert {"TF_USE_LEGACY_KERAS", "MY_DATA_DIR", "PATH"} <= forwarded, r.stdout
+    assert not {"HOSTNAME", "OMPI_COMM_WORLD_RANK", "CUDA_VISIBLE_DEVICES"} & forwarded, r.stdout
 
 
 def test_verbose_shows_flavor_and_random_seed():

@@ -11,9 +11,11 @@
 // the variables of MPI itself and of batch schedulers, which every rank gets
 // from its own launcher), and names a shell could not export.
 // * Open MPI: `-x NAME` per variable (mpirun sends its own value).
-// * MPICH/Hydra: `-genv NAME VALUE` for the variables tfmpirun sets or
-//   changes; Hydra passes the rest of the environment itself (its default).
-//   Not `-genvlist a,b,c`: that switches Hydra to "pass only these".
+// * MPICH/Hydra: `-genv NAME VALUE` for tfmpi's own variables (TFMPI_*,
+//   PYTHONPATH), `-genvlist a,b,c` for the rest. Hydra's default passes the
+//   whole environment, HOSTNAME and CUDA_VISIBLE_DEVICES included; a
+//   -genvlist passes only the names listed (ranks on the launching host still
+//   inherit everything, as with Open MPI), `-genvnone` when none are left.
 #pragma once
 
 #include <map>

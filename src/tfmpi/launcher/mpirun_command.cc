@@ -104,12 +104,21 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
       Append(&argv, {"-outfile-pattern", o.output_filename + "/rank.%r.stdout",
                      "-errfile-pattern", o.output_filename + "/rank.%r.stderr"});
     }
-    // Hydra passes the whole environment itself; tfmpi's own variables are
-    // named explicitly, with their values (Note [Forwarding the environment]).
+    // tfmpi's own variables with their values, the rest by name: -genvlist
+    // also stops Hydra passing the host-specific ones, which it would by
+    // default (Note [Forwarding the environment]).
+    std::string names;
     for (const std::string& name : forwarded) {
       if (name.rfind("TFMPI_", 0) == 0 || name == "PYTHONPATH") {
         Append(&argv, {"-genv", name, final_env[name]});
+      } else {
+        names += (names.empty() ? "" : ",") + name;
       }
+    }
+    if (names.empty()) {
+      argv.push_back("-genvnone");
+    } else {
+      Append(&argv, {"-genvlist", names});
     }
   }
   argv.insert(argv.end(), o.mpi_args.begin(), o.mpi_args.end());
