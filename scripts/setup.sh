@@ -16,17 +16,7 @@ PIP_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.10" "cmake>=3.20" ninja "nu
               "pytest>=7" "tensorflow-cpu>=2.21,<2.22" "keras>=3.8,<3.16" scikit-learn h5py
               netCDF4)
 
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "tfmpi setup: installing Debian packages: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash scripts/apt_install.sh "${APT_PACKAGES[@]}"
 
 "$PYTHON" -c "import packaging" 2>/dev/null || "$PYTHON" -m pip install -q packaging
 pip_missing=()

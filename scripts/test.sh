@@ -3,7 +3,8 @@
 #   tier 1 logic tests and tier 2 real-MPI tests (CTest), the logic tests again
 #   under ASan and TSan (scripts/sanitizers.sh logic), tier 3 Python tests (pytest),
 #   the emulated-cluster tier (tests/cluster: hosts as network namespaces; needs
-#   root, skipped with the reason elsewhere), and the fidelity tier again, at 2
+#   root, skipped with the reason elsewhere; Open MPI, and MPICH with tfmpi built
+#   against it by scripts/mpich.sh), and the fidelity tier again, at 2
 #   ranks, with the oldest supported Keras 3.
 # Every test that starts processes has a timeout.
 set -euo pipefail
@@ -24,7 +25,9 @@ echo "== Python tests (pytest) =="
 # -rs: every skipped test is listed with its reason.
 "$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
 
-echo "== Emulated cluster: the harness, tfmpirun across hosts (pytest) =="
+echo "== Emulated cluster: the harness, tfmpirun across hosts, Open MPI and MPICH (pytest) =="
+# tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of this tier.
+bash scripts/mpich.sh
 "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster
 
 # The oldest Keras 3 minor transparent mode supports (tfmpi/transparent/versions.py),

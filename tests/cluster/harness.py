@@ -75,7 +75,7 @@ class EmulatedCluster:
         self.hostnames = hostnames
         self.run_name = name_prefix + secrets.token_hex(3)
         self.hosts = []  # Host objects, once started
-        self.hostfile = self.agent = self.subnet = self.temp_dir = None
+        self.hostfile = self.mpich_hostfile = self.agent = self.subnet = self.temp_dir = None
         self._groups, self._loads, self._previous_handlers = [], {}, {}
         self._pending_signal = None
         self._network = None
@@ -141,6 +141,9 @@ class EmulatedCluster:
             cgroup_mount=controller.mount_script())
         self.hostfile = rsh_agent.write_hostfile(
             os.path.join(self.temp_dir, "hostfile"), [h.address for h in self.hosts], self.slots)
+        self.mpich_hostfile = rsh_agent.write_hostfile(
+            os.path.join(self.temp_dir, "hostfile.mpich"), [h.address for h in self.hosts],
+            self.slots, mpich=True)
 
     def close(self):
         """Remove everything the run created (idempotent). Raises if something is left.
@@ -210,8 +213,21 @@ class EmulatedCluster:
             args.append("--oversubscribe")
         return args
 
-    def tfmpirun_args(self, extra_mpi_args=()):
-        """tfmpirun placement flags: --hostfile FILE --mpi-args "FLAGS"."""
+    def mpich_flags(self):
+        """MPICH (Hydra) flags, placement excepted: the agent as its ssh, and the
+        bridge's address for the proxies to call back (the machine's host name
+        resolves to an address the hosts cannot reach). Debian's MPICH runs over
+        UCX, whose shared memory reaches across the hosts (they share the
+        machine): a link that is down does not cut the ranks apart (README)."""
+        return ["-launcher", "ssh", "-launcher-exec", self.agent,
+                "-localhost", self._network.gateway]
+
+    def tfmpirun_args(self, extra_mpi_args=(), mpich=False):
+        """tfmpirun placement flags: --hostfile FILE --mpi-args "FLAGS" (for
+        Open MPI, or for MPICH: then also pass `--mpirun mpiexec.mpich`)."""
+        if mpich:
+            return ["--hostfile", self.mpich_hostfile,
+                    "--mpi-args", shlex.join(self.mpich_flags() + list(extra_mpi_args))]
         return ["--hostfile", self.hostfile,
                 "--mpi-args", shlex.join(self.mpi_flags() + list(extra_mpi_args))]
 
@@ -349,6 +365,8 @@ def _print_usage(cluster):
     print(f"hostfile: {cluster.hostfile}")
     print(f"mpirun -np {sum(cluster.slots)} {shlex.join(cluster.mpirun_args())} COMMAND")
     print(f"tfmpirun -np {sum(cluster.slots)} {shlex.join(cluster.tfmpirun_args())} COMMAND")
+    print(f"MPICH: tfmpirun --mpirun mpiexec.mpich -np {sum(cluster.slots)} "
+          f"{shlex.join(cluster.tfmpirun_args(mpich=True))} COMMAND")
     print(f"shell on host 0: {shlex.join(cluster.command(0, 'exec sh -i'))}")
     print("Ctrl-C removes the cluster.", flush=True)
 

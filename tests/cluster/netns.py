@@ -91,6 +91,7 @@ class Network:
         self.namespaces = [f"{run_name}-h{i}" for i in range(count)]
         self.veths = list(self.namespaces)
         self.subnet = None  # e.g. "198.18.0.0/24"
+        self.gateway = None  # the bridge's address, e.g. "198.18.0.1"
         self.addresses = []
 
     def create(self):
@@ -103,6 +104,7 @@ class Network:
             ip("link", "add", self.bridge, "type", "bridge")
             ip("addr", "add", f"{prefix}.1/24", "dev", self.bridge)
         self.subnet = f"{prefix}.0/24"
+        self.gateway = f"{prefix}.1"
         self.addresses = [f"{prefix}.{10 + i}" for i in range(self.count)]
         ip("link", "set", self.bridge, "up")
         for i, (ns, veth, addr) in enumerate(zip(self.namespaces, self.veths, self.addresses)):

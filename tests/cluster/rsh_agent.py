@@ -85,9 +85,9 @@ def write_agent(path, *args, **kwargs):
     return path
 
 
-def write_hostfile(path, addresses, slots):
-    """Open MPI hostfile: one `ADDRESS slots=N` line per host."""
+def write_hostfile(path, addresses, slots, mpich=False):
+    """Open MPI hostfile: one `ADDRESS slots=N` line per host; MPICH: `ADDRESS:N`."""
     with open(path, "w") as f:
         for addr, n in zip(addresses, slots):
-            f.write(f"{addr} slots={n}\n")
+            f.write(f"{addr}:{n}\n" if mpich else f"{addr} slots={n}\n")
     return path

@@ -8,7 +8,6 @@ import json
 import os
 import selectors
 import shlex
-import shutil
 import signal
 import subprocess
 import sys

@@ -84,6 +84,9 @@ def test_agent_fails_when_the_cgroup_cannot_be_entered(tmp_path):
 def test_hostfile_has_one_line_per_host(tmp_path):
     path = rsh_agent.write_hostfile(str(tmp_path / "hosts"), ["198.18.0.10", "198.18.0.11"], [1, 2])
     assert open(path).read() == "198.18.0.10 slots=1\n198.18.0.11 slots=2\n"
+    path = rsh_agent.write_hostfile(str(tmp_path / "hosts.mpich"), ["198.18.0.10", "198.18.0.11"],
+                                    [1, 2], mpich=True)
+    assert open(path).read() == "198.18.0.10:1\n198.18.0.11:2\n"
 
 
 V1_SEPARATE = """\

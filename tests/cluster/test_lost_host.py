@@ -17,6 +17,7 @@ import time
 import pytest
 
 import harness
+import mpich
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "python", "allreduce_forever.py")
@@ -44,16 +45,23 @@ TWO_SLOTS = pytest.mark.parametrize("cluster", [2], indirect=True, ids=["2-slot-
 
 
 class Job:
-    """tfmpirun across the cluster (a rank per slot) running SCRIPT, its output in a file."""
+    """tfmpirun across the cluster (a rank per slot) running SCRIPT, its output in a file;
+    with Open MPI, or with MPICH (tfmpi built against it, tests/cluster/mpich.py)."""
 
-    def __init__(self, cluster, tmp_path, script=SCRIPT):
+    def __init__(self, cluster, tmp_path, script=SCRIPT, mpi="openmpi"):
         self.np = sum(cluster.slots)
+        self.hosts = [h.name for h in cluster.hosts]
         self.log = tmp_path / "output.txt"
         env = dict(os.environ, TFMPI_PEER_TIMEOUT_SECONDS=str(PEER_TIMEOUT),
                    TFMPI_ALL_RANKS_OUTPUT="1")
+        if mpi == "mpich":
+            launcher, *placement = mpich.launch_args(cluster)
+            python = mpich.python()
+        else:
+            launcher, placement, python = "tfmpirun", cluster.tfmpirun_args(), sys.executable
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
-                ["tfmpirun", "-np", str(self.np), *cluster.tfmpirun_args(), sys.executable, script],
+                [launcher, "-np", str(self.np), *placement, python, script],
                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.ranks = self._wait_for_steps()
 
@@ -64,8 +72,11 @@ class Job:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.proc.poll() is None:
             text = self.output()
+            # Lines of different ranks can run into each other (MPICH forwards output
+            # as it comes): the host is one of the cluster's names.
+            hosts = "|".join(re.escape(h) for h in self.hosts)
             ranks = {int(r): (int(pid), host) for r, pid, host in
-                     re.findall(r"rank (\d+) pid (\d+) host (\S+?)(?=rank |$)", text, re.M)}
+                     re.findall(rf"rank (\d+) pid (\d+) host ({hosts})", text)}
             if len(ranks) == self.np and re.search(r"rank 0 step [1-9]", text):
                 return ranks
             time.sleep(0.2)
@@ -90,15 +101,16 @@ class Job:
         self.proc.wait(timeout=10)
 
 
-def assert_nothing_left(cluster, job, timeout):
+def assert_nothing_left(cluster, job, timeout, check_session=True):
     """No process in any host's namespace or cgroup (daemons, ranks), no rank anywhere,
-    nothing in tfmpirun's session (mpirun)."""
+    nothing in tfmpirun's session (mpirun; unless check_session is False)."""
     deadline = time.monotonic() + timeout
     while True:
         left = {h.name: sorted(cluster.pids(h)) for h in cluster.hosts}
         left = {name: pids for name, pids in left.items() if pids}
         ranks = [pid for pid, _ in job.ranks.values() if os.path.exists(f"/proc/{pid}")]
-        session = [p for p in os.listdir("/proc") if p.isdigit() and _session(p) == job.proc.pid]
+        session = [p for p in os.listdir("/proc")
+                   if check_session and p.isdigit() and _session(p) == job.proc.pid]
         if not (left or ranks or session):
             return
         if time.monotonic() > deadline:
@@ -156,8 +168,11 @@ def test_frozen_rank_ends_keras_training_with_an_error(cluster, tmp_path):
 
 
 @TWO_SLOTS
-def test_frozen_rank_ends_the_job_naming_it(cluster, tmp_path):
-    job = Job(cluster, tmp_path)
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_frozen_rank_ends_the_job_naming_it(cluster, mpi, tmp_path):
+    if mpi == "mpich":
+        mpich.require()
+    job = Job(cluster, tmp_path, mpi=mpi)
     frozen = first_rank_on(cluster, 1)
     os.kill(job.ranks[frozen][0], signal.SIGSTOP)
     took = job.wait(PEER_TIMEOUT + MARGIN)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import harness
+import mpich
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TESTS, "python"))
@@ -38,26 +39,36 @@ tfmpi.init()
 seen = {"rank": tfmpi.rank(), "size": tfmpi.size(), "local_rank": tfmpi.local_rank(),
         "local_size": tfmpi.local_size(), "host": socket.gethostname(),
         "vars": {k: os.environ.get(k) for k in ("MY_DATA_DIR", "TF_USE_LEGACY_KERAS",
-                                                 "TF_CPP_MIN_LOG_LEVEL", "HOSTNAME")},
+                                                 "TF_CPP_MIN_LOG_LEVEL", "HOSTNAME",
+                                                 "CUDA_VISIBLE_DEVICES")},
         "cwd": os.getcwd()}
 with open(os.path.join(sys.argv[1], f"rank-{tfmpi.rank()}.json"), "w") as f:
     json.dump(seen, f)
 """
 
 
-def test_ranks_know_their_host_and_get_the_launching_environment(two_hosts, tmp_path):
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_ranks_know_their_host_and_get_the_launching_environment(two_hosts, mpi, tmp_path):
+    """Open MPI, and MPICH's Hydra (tfmpi built against MPICH, an MPICH host file):
+    Hydra would pass every variable, those of the launching host too, unless tfmpirun
+    lists them (Note [Forwarding the environment])."""
+    if mpi == "mpich":
+        mpich.require()
+        launch = [*mpich.launch_args(two_hosts), mpich.python()]
+    else:
+        launch = ["tfmpirun", *two_hosts.tfmpirun_args(), sys.executable]
     env = {"MY_DATA_DIR": "/data/set-1", "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3",
-           "HOSTNAME": "launching-host"}
-    r = run(["tfmpirun", "-np", "4", *two_hosts.tfmpirun_args(), sys.executable, "-c", WHERE,
-             str(tmp_path)], 120, env=env)
+           "HOSTNAME": "launching-host", "CUDA_VISIBLE_DEVICES": "3"}
+    r = run([launch[0], "-np", "4", *launch[1:], "-c", WHERE, str(tmp_path)], 120, env=env)
     assert r.returncode == 0, r.stdout
     seen = [json.load(open(tmp_path / f"rank-{i}.json")) for i in range(4)]
     hosts = [h.name for h in two_hosts.hosts]
     for i, s in enumerate(seen):
         assert (s["rank"], s["size"], s["local_rank"], s["local_size"]) == (i, 4, i % 2, 2), s
         assert s["host"] == hosts[i // 2], (s, hosts)  # slots fill the first host first
-        host_specific = s["vars"].pop("HOSTNAME")
-        assert host_specific != "launching-host", s  # describes the launching host: not forwarded
+        # these describe the launching host: not forwarded
+        assert s["vars"].pop("HOSTNAME") != "launching-host", s
+        assert s["vars"].pop("CUDA_VISIBLE_DEVICES") is None, s
         assert s["vars"] == {"MY_DATA_DIR": "/data/set-1", "TF_USE_LEGACY_KERAS": "0",
                              "TF_CPP_MIN_LOG_LEVEL": "3"}, s
         assert s["cwd"] == os.getcwd(), s  # ranks start where tfmpirun ran, as mpirun does

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages named that are not installed yet (apt-get, with
+# sudo when not root); does nothing when all are. Used by setup.sh and mpich.sh.
+#   scripts/apt_install.sh PACKAGE...
+set -euo pipefail
+missing=()
+for p in "$@"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "tfmpi: installing Debian packages: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
