@@ -103,15 +103,20 @@ def _require_keras_line(name):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The plain 1-process run (python, no tfmpirun) of a variant, made once."""
+    """The plain 1-process run (python, no tfmpirun) of a variant, made once per
+    script, arguments and environment. TFMPI_* settings are left out of it: a plain
+    run does not load tfmpi, so variants that differ only in those (fit,
+    fit_autotune, fit_sharded_update, ...) share one reference run."""
     made = {}
 
     def get(name):
-        if name not in made:
-            kind, env = VARIANTS[name]
-            made[name] = fidelity_check.reference(KINDS[kind][0], env,
-                                                  tmp_path_factory.mktemp(f"ref-{name}"))
-        return made[name]
+        kind, env = VARIANTS[name]
+        plain = {k: v for k, v in env.items() if not k.startswith("TFMPI_")}
+        key = (tuple(KINDS[kind][0]), tuple(sorted(plain.items())))
+        if key not in made:
+            made[key] = fidelity_check.reference(KINDS[kind][0], plain,
+                                                 tmp_path_factory.mktemp(f"ref-{name}"))
+        return made[key]
 
     return get
 
