@@ -16,10 +16,9 @@ bash scripts/apt_install.sh mpich libmpich-dev
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
 echo "tfmpi mpich: building tfmpi against MPICH into $VENV (incremental)"
-"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps . -C build-dir=build/mpich-wheel \
-    -C cmake.define.MPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
-    -C cmake.define.MPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich \
-    -C cmake.define.TFMPI_BUILD_TF_OPS=OFF 2>&1 | grep -v "Running pip as the 'root' user" || true
+PIP_ROOT_USER_ACTION=ignore "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps . \
+    -C build-dir=build/mpich-wheel -C cmake.define.MPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
+    -C cmake.define.MPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -C cmake.define.TFMPI_BUILD_TF_OPS=OFF
 # The engine must load MPICH's library, not Open MPI's.
 "$VENV/bin/python" - <<'PY' || { echo "tfmpi mpich: the MPICH build did not install" >&2; exit 1; }
 import sys, tfmpi._core as core

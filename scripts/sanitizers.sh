@@ -60,9 +60,9 @@ python_asan() {
   local py
   py=$("${PYTHON:-python3}" -c "import sys; print(sys.executable)")
   echo "== asan: numpy API checks under mpirun -np 2 =="
-  "$py" -m pip install -q --no-build-isolation --no-deps --upgrade --target build/asan-site . \
-      -C build-dir=build/asan-wheel -C cmake.define.TFMPI_ASAN=ON \
-      -C cmake.define.TFMPI_BUILD_TF_OPS=OFF 2>&1 | grep -v "Running pip as the 'root' user" || true
+  PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --no-build-isolation --no-deps --upgrade \
+      --target build/asan-site . -C build-dir=build/asan-wheel -C cmake.define.TFMPI_ASAN=ON \
+      -C cmake.define.TFMPI_BUILD_TF_OPS=OFF
   local mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
   [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
   timeout 600 "${mpirun[@]}" env ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$PWD/build/asan-site" \

@@ -51,7 +51,8 @@ fi
 echo "tfmpi setup: building and installing tfmpi (incremental)"
 # No build isolation: the build uses the packages installed above, and the
 # build directory (build/<wheel tag>) is kept, so rebuilds are incremental.
-"$PYTHON" -m pip install -q --no-build-isolation --no-deps . 2>&1 | grep -v "Running pip as the 'root' user" || true
+# PIP_ROOT_USER_ACTION: no warning about running as root; a failed build fails here.
+PIP_ROOT_USER_ACTION=ignore "$PYTHON" -m pip install -q --no-build-isolation --no-deps .
 "$PYTHON" -c "import tfmpi._core" || { echo "tfmpi setup: the build did not install" >&2; exit 1; }
 TF_CPP_MIN_LOG_LEVEL=3 "$PYTHON" -c "import tfmpi.tensorflow" 2>/dev/null ||
   { echo "tfmpi setup: the TensorFlow ops did not build or load" >&2; exit 1; }

@@ -216,15 +216,19 @@ class EmulatedCluster:
     def mpich_flags(self):
         """MPICH (Hydra) flags, placement excepted: the agent as its ssh, and the
         bridge's address for the proxies to call back (the machine's host name
-        resolves to an address the hosts cannot reach). Debian's MPICH runs over
-        UCX, whose shared memory reaches across the hosts (they share the
-        machine): a link that is down does not cut the ranks apart (README)."""
+        resolves to an address the hosts cannot reach). The ranks' messages go
+        through UCX's shared memory (Debian's MPICH runs over UCX), which reaches
+        across the hosts, as they share the machine: only Hydra's own traffic
+        crosses the emulated network, and a link that is down does not cut the
+        ranks apart. Said explicitly (UCX_TLS), as on UCX's TCP MPICH's
+        MPI_Finalize hung here (README)."""
         return ["-launcher", "ssh", "-launcher-exec", self.agent,
-                "-localhost", self._network.gateway]
+                "-localhost", self._network.gateway, "-genv", "UCX_TLS", "sm,self"]
 
     def tfmpirun_args(self, extra_mpi_args=(), mpich=False):
         """tfmpirun placement flags: --hostfile FILE --mpi-args "FLAGS" (for
-        Open MPI, or for MPICH: then also pass `--mpirun mpiexec.mpich`)."""
+        Open MPI, or for MPICH: then also pass `--mpirun mpiexec.mpich`, and run
+        the tfmpirun and Python of tfmpi built against MPICH, mpich.py)."""
         if mpich:
             return ["--hostfile", self.mpich_hostfile,
                     "--mpi-args", shlex.join(self.mpich_flags() + list(extra_mpi_args))]
@@ -365,8 +369,9 @@ def _print_usage(cluster):
     print(f"hostfile: {cluster.hostfile}")
     print(f"mpirun -np {sum(cluster.slots)} {shlex.join(cluster.mpirun_args())} COMMAND")
     print(f"tfmpirun -np {sum(cluster.slots)} {shlex.join(cluster.tfmpirun_args())} COMMAND")
-    print(f"MPICH: tfmpirun --mpirun mpiexec.mpich -np {sum(cluster.slots)} "
-          f"{shlex.join(cluster.tfmpirun_args(mpich=True))} COMMAND")
+    print(f"MPICH (tfmpi built by scripts/mpich.sh): build/mpich-venv/bin/tfmpirun --mpirun "
+          f"mpiexec.mpich -np {sum(cluster.slots)} {shlex.join(cluster.tfmpirun_args(mpich=True))} "
+          "build/mpich-venv/bin/python SCRIPT")
     print(f"shell on host 0: {shlex.join(cluster.command(0, 'exec sh -i'))}")
     print("Ctrl-C removes the cluster.", flush=True)
 

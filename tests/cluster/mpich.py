@@ -14,12 +14,17 @@ VENV = os.environ.get("TFMPI_MPICH_VENV", os.path.join(ROOT, "build", "mpich-ven
 
 
 def require():
-    """Skips the test, with the reason, unless MPICH and tfmpi built against it are here."""
+    """Skips the test, with the reason, unless MPICH and tfmpi built against it are here;
+    fails instead where TFMPI_REQUIRE_MPICH=1 (scripts/test.sh, as root, after building it)."""
+    reason = None
     if shutil.which("mpiexec.mpich") is None:
-        pytest.skip("MPICH is not installed (scripts/mpich.sh installs it; scripts/test.sh runs "
-                    "that)")
-    if not os.access(python(), os.X_OK) or not os.access(tfmpirun(), os.X_OK):
-        pytest.skip(f"tfmpi is not built against MPICH in {VENV} (scripts/mpich.sh builds it)")
+        reason = "MPICH is not installed (scripts/mpich.sh installs it; scripts/test.sh runs that)"
+    elif not os.access(python(), os.X_OK) or not os.access(tfmpirun(), os.X_OK):
+        reason = f"tfmpi is not built against MPICH in {VENV} (scripts/mpich.sh builds it)"
+    if reason and os.environ.get("TFMPI_REQUIRE_MPICH") == "1":
+        pytest.fail(f"TFMPI_REQUIRE_MPICH=1 but {reason}")
+    if reason:
+        pytest.skip(reason)
 
 
 def python():

@@ -101,16 +101,15 @@ class Job:
         self.proc.wait(timeout=10)
 
 
-def assert_nothing_left(cluster, job, timeout, check_session=True):
+def assert_nothing_left(cluster, job, timeout):
     """No process in any host's namespace or cgroup (daemons, ranks), no rank anywhere,
-    nothing in tfmpirun's session (mpirun; unless check_session is False)."""
+    nothing in tfmpirun's session (mpirun)."""
     deadline = time.monotonic() + timeout
     while True:
         left = {h.name: sorted(cluster.pids(h)) for h in cluster.hosts}
         left = {name: pids for name, pids in left.items() if pids}
         ranks = [pid for pid, _ in job.ranks.values() if os.path.exists(f"/proc/{pid}")]
-        session = [p for p in os.listdir("/proc")
-                   if check_session and p.isdigit() and _session(p) == job.proc.pid]
+        session = [p for p in os.listdir("/proc") if p.isdigit() and _session(p) == job.proc.pid]
         if not (left or ranks or session):
             return
         if time.monotonic() > deadline:

@@ -155,7 +155,8 @@ TEST(Environment, HostSpecificVariables) {
   }
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "HOME", "TF_CPP_MIN_LOG_LEVEL",
                            "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV", "DATA_DIR", "TFMPI_SEED",
-                           "OMP_NUM_THREADS", "PYTHONHASHSEED"}) {
+                           "OMP_NUM_THREADS", "PYTHONHASHSEED", "MPIR_CVAR_ASYNC_PROGRESS",
+                           "I_MPI_FABRICS"}) {
     EXPECT_FALSE(IsHostSpecific(name)) << name;
   }
 }
@@ -192,6 +193,21 @@ TEST(MpirunCommand, MpichNamesTheRestOfTheEnvironmentButNotHostSpecificVariables
                                         false).argv;
   EXPECT_TRUE(Has(none, {"-genvnone"}));
   EXPECT_FALSE(Has(none, {"-genvlist"}));
+  EXPECT_TRUE(Has(none, {"-genv", "TFMPI_TRANSPARENT", "1"}));  // tfmpi's own still go
+}
+
+// Hydra refuses a second environment setting: one in --mpi-args replaces ours.
+TEST(MpirunCommand, MpichLeavesTheEnvironmentSettingToMpiArgs) {
+  for (const char* flag : {"-genvall", "-genvnone", "-genvlist", "-envall"}) {
+    LaunchOptions o = Options(2);
+    o.mpi_args = {flag};
+    if (std::string(flag) == "-genvlist") o.mpi_args.push_back("A,B");
+    const Words a = BuildMpirunCommand(o, MpiFlavor::kMpich, kUserEnv, 8, false).argv;
+    EXPECT_EQ(std::count_if(a.begin(), a.end(), [](const std::string& w) {
+                return w == "-genvall" || w == "-genvnone" || w == "-genvlist" || w == "-envall";
+              }), 1) << flag;
+    EXPECT_TRUE(Has(a, {"-genv", "TFMPI_TRANSPARENT", "1"})) << flag;
+  }
 }
 
 TEST(MpirunCommand, OutputFilename) {

@@ -30,7 +30,8 @@ The rest of the environment reaches every rank on every host too, as on the laun
 describe this host or session (HOSTNAME, PWD, SHLVL, TMPDIR, SSH_*, DISPLAY, GPU visibility
 such as CUDA_VISIBLE_DEVICES) and those of MPI and batch schedulers (OMPI_*, PMIX_*, PMI_*,
 HYDRA_*, SLURM_*, PBS_*, LSB_*, ...), which each rank gets from its own launcher. Open MPI:
--x NAME for each; MPICH: -genvlist NAME,... (Hydra's default would pass them all).
+-x NAME for each; MPICH: -genvlist NAME,... (Hydra's default would pass them all), unless
+--mpi-args has its own -genvall, -genvnone or -genvlist.
 
 Flags added for Open MPI: --bind-to none --map-by slot (TensorFlow runs its own thread pools;
 ranks that share a host split its cores between them and a rank keeps to a cgroup CPU quota

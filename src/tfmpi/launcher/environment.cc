@@ -15,11 +15,13 @@ constexpr std::array<std::string_view, 27> kHostSpecific = {
     "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "TMPDIR",
     "MPIEXEC_TIMEOUT"};
 
-// Session and host (SSH_, XDG_SESSION_, BASH_FUNC_), MPI's own (every rank
-// gets its own from its launcher), and batch schedulers' (per node or task).
-constexpr std::array<std::string_view, 19> kHostSpecificPrefixes = {
+// Session and host (SSH_, XDG_SESSION_, BASH_FUNC_), MPI launchers' (every
+// rank gets its own from its launcher), and batch schedulers' (per node or
+// task). MPICH's and Intel MPI's tuning variables (MPIR_CVAR_*, I_MPI_*) are
+// the user's settings for every rank, and are forwarded.
+constexpr std::array<std::string_view, 17> kHostSpecificPrefixes = {
     "SSH_", "XDG_SESSION_", "BASH_FUNC_", "OMPI_", "PMIX_", "PMI_", "PRTE_", "OPAL_", "ORTE_",
-    "HYDRA_", "MPIR_", "I_MPI_", "SLURM_", "PBS_", "LSB_", "LSF_", "SGE_", "COBALT_", "FLUX_"};
+    "HYDRA_", "SLURM_", "PBS_", "LSB_", "LSF_", "SGE_", "COBALT_", "FLUX_"};
 
 bool Exportable(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;

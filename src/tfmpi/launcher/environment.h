@@ -15,7 +15,9 @@
 //   PYTHONPATH), `-genvlist a,b,c` for the rest. Hydra's default passes the
 //   whole environment, HOSTNAME and CUDA_VISIBLE_DEVICES included; a
 //   -genvlist passes only the names listed (ranks on the launching host still
-//   inherit everything, as with Open MPI), `-genvnone` when none are left.
+//   inherit everything, as with Open MPI), `-genvnone` when none are left;
+//   neither when --mpi-args has the user's own -genvall/-genvnone/-genvlist
+//   (Hydra refuses two).
 #pragma once
 
 #include <map>

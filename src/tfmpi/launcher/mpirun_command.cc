@@ -41,6 +41,15 @@ void Append(std::vector<std::string>* argv, std::initializer_list<std::string> w
   argv->insert(argv->end(), words);
 }
 
+// Hydra refuses two environment settings (-genvall, -genvnone, -genvlist; the
+// -env* ones decide per executable): one in --mpi-args is the user's choice.
+bool SetsHydraEnvironment(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    for (const char* flag : {"-genvall", "-genvnone", "-genvlist", "-envall", "-envnone", "-envlist"})
+      if (a == flag) return true;
+  return false;
+}
+
 bool MentionsKeepalive(const std::vector<std::string>& args) {
   for (const std::string& a : args)
     if (a.find("oob_tcp_keepalive") != std::string::npos) return true;
@@ -115,7 +124,10 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
         names += (names.empty() ? "" : ",") + name;
       }
     }
-    if (names.empty()) {
+    // Names hold no comma (ForwardedVariables keeps [A-Za-z0-9_] names only).
+    if (SetsHydraEnvironment(o.mpi_args)) {
+      // the user's setting in --mpi-args decides instead
+    } else if (names.empty()) {
       argv.push_back("-genvnone");
     } else {
       Append(&argv, {"-genvlist", names});
