@@ -21,7 +21,7 @@ PIP_ROOT_USER_ACTION=ignore "$VENV/bin/python" -m pip install -q --no-build-isol
     -C cmake.define.MPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -C cmake.define.TFMPI_BUILD_TF_OPS=OFF
 # The engine must load MPICH's library, not Open MPI's.
 "$VENV/bin/python" - <<'PY' || { echo "tfmpi mpich: the MPICH build did not install" >&2; exit 1; }
-import sys, tfmpi._core as core
+import sys, tfmpi._core
 maps = open("/proc/self/maps").read()
 sys.exit(0 if "libmpich" in maps and "libmpi.so.40" not in maps else 1)
 PY

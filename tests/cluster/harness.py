@@ -229,11 +229,9 @@ class EmulatedCluster:
         """tfmpirun placement flags: --hostfile FILE --mpi-args "FLAGS" (for
         Open MPI, or for MPICH: then also pass `--mpirun mpiexec.mpich`, and run
         the tfmpirun and Python of tfmpi built against MPICH, mpich.py)."""
-        if mpich:
-            return ["--hostfile", self.mpich_hostfile,
-                    "--mpi-args", shlex.join(self.mpich_flags() + list(extra_mpi_args))]
-        return ["--hostfile", self.hostfile,
-                "--mpi-args", shlex.join(self.mpi_flags() + list(extra_mpi_args))]
+        hostfile, flags = ((self.mpich_hostfile, self.mpich_flags()) if mpich
+                           else (self.hostfile, self.mpi_flags()))
+        return ["--hostfile", hostfile, "--mpi-args", shlex.join(flags + list(extra_mpi_args))]
 
     def host(self, host):
         """A Host from an index, an address, a name or a Host."""

@@ -124,13 +124,14 @@ MpirunCommand BuildMpirunCommand(const LaunchOptions& o, MpiFlavor flavor,
         names += (names.empty() ? "" : ",") + name;
       }
     }
-    // Names hold no comma (ForwardedVariables keeps [A-Za-z0-9_] names only).
-    if (SetsHydraEnvironment(o.mpi_args)) {
-      // the user's setting in --mpi-args decides instead
-    } else if (names.empty()) {
-      argv.push_back("-genvnone");
-    } else {
-      Append(&argv, {"-genvlist", names});
+    // Names hold no comma (ForwardedVariables keeps [A-Za-z0-9_] names only);
+    // a setting of the user's own in --mpi-args decides instead.
+    if (!SetsHydraEnvironment(o.mpi_args)) {
+      if (names.empty()) {
+        argv.push_back("-genvnone");
+      } else {
+        Append(&argv, {"-genvlist", names});
+      }
     }
   }
   argv.insert(argv.end(), o.mpi_args.begin(), o.mpi_args.end());
