@@ -151,6 +151,39 @@ TEST(Coordinator, StallNamesAMissingRankWithNothingPendingAsBusy) {
   EXPECT_TRUE(Contains(round[0], {"'late'", "rank 1 has no collective pending"})) << round[0];
 }
 
+
+// At 1,000 ranks a message listing every rank would be thousands of
+// characters: runs of ranks are ranges, in stall warnings and deadlock errors.
+TEST(Coordinator, ManyRanksAreNamedAsRanges) {
+  Coordinator c(1024);
+  const Clock::time_point t0 = Clock::now();
+  const auto after = std::chrono::seconds(10);
+  for (int r = 0; r < 1024; ++r)
+    if (r != 7 && r != 1023) c.Ingest(r, {Meta("grad")}, t0);
+  c.Ingest(1023, {Meta("eval")}, t0);
+  const auto stalls = c.NewStalls(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(stalls.size(), 2u);  // eval (waiting for ranks 0-1022), grad (for 7 and 1023)
+  EXPECT_TRUE(Contains(stalls[1], {"'grad'", "submitted by ranks 0-6, 8-1022 has waited",
+                                   "for ranks 7, 1023;", "rank 1023 is waiting on other",
+                                   "rank 7 has not submitted any collective yet"}))
+      << stalls[1];
+  EXPECT_TRUE(Contains(stalls[0], {"'eval'", "submitted by rank 1023 has", "for ranks 0-1022;",
+                                   "ranks 0-6, 8-1022 are waiting on other"}))
+      << stalls[0];
+  EXPECT_LT(stalls[0].size(), 800u) << stalls[0];
+
+  c.Ingest(7, {Meta("eval")}, t0);  // now every rank waits: a deadlock
+  EXPECT_TRUE(c.TakeDeadlocked(t0, after).empty());
+  const auto failed = c.TakeDeadlocked(t0 + std::chrono::seconds(11), after);
+  ASSERT_EQ(Names(failed), (std::vector<std::string>{"eval", "grad"}));
+  EXPECT_TRUE(Contains(failed[0].error, {"submitted by ranks 7, 1023 was never submitted by "
+                                         "ranks 0-6, 8-1022,"}))
+      << failed[0].error;
+  EXPECT_TRUE(Contains(failed[1].error, {"submitted by ranks 0-6, 8-1022 was never submitted by "
+                                         "ranks 7, 1023,"}))
+      << failed[1].error;
+}
+
 // Note [Deadlock]: every rank waits for a tensor the others never submit.
 TEST(Coordinator, DeadlockFailsEveryWaitingTensorNamingTheMissingRanks) {
   Coordinator c(3);

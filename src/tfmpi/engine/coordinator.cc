@@ -4,6 +4,7 @@
 
 #include "tfmpi/common/enforce.h"
 #include "tfmpi/planning/negotiation.h"
+#include "tfmpi/planning/rank_groups.h"
 
 namespace tfmpi {
 namespace {
@@ -23,10 +24,15 @@ const TensorMeta* SplitRanks(const std::vector<std::optional<TensorMeta>>& per_r
   return any;
 }
 
+// "rank 1" / "ranks 1, 3" / "ranks 0-62, 64": ascending ranks, runs as ranges
+// (a message about 1,000 ranks stays one line).
+std::string Ranks(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", planning::RankList(ranks));
+}
+
 // "rank 1 is" / "ranks 1, 3 are".
 std::string Ranks(const std::vector<int>& ranks, const char* one, const char* many) {
-  return fmt::format("{} {} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "),
-                     ranks.size() == 1 ? one : many);
+  return fmt::format("{} {}", Ranks(ranks), ranks.size() == 1 ? one : many);
 }
 
 }  // namespace
@@ -109,11 +115,8 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
           "; {} not submitted any collective yet: still starting (a host with little CPU "
           "can take minutes to import TensorFlow), or stopped before its first collective",
           Ranks(starting, "has", "have"));
-    out.push_back(fmt::format("tensor '{}' ({}) submitted by {} {} has waited {:.0f} s for {} {}{}",
-                              name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks",
-                              fmt::join(have, ", "), secs,
-                              missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", "),
-                              why));
+    out.push_back(fmt::format("tensor '{}' ({}) submitted by {} has waited {:.0f} s for {}{}", name,
+                              DescribeMeta(*any), Ranks(have), secs, Ranks(missing), why));
   }
   return out;
 }
@@ -149,12 +152,11 @@ std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::
     Response resp;
     resp.meta = *any;
     resp.error = fmt::format(
-        "tensor '{}' ({}) submitted by {} {} was never submitted by {} {}, and every rank has "
+        "tensor '{}' ({}) submitted by {} was never submitted by {}, and every rank has "
         "been waiting for {:.0f} s for collectives the others do not submit: the ranks ran "
         "different sequences of collectives (for example different numbers of steps, because "
         "their data differed). Every rank must see the same number of batches.",
-        name, DescribeMeta(*any), have.size() == 1 ? "rank" : "ranks", fmt::join(have, ", "),
-        missing.size() == 1 ? "rank" : "ranks", fmt::join(missing, ", "), secs);
+        name, DescribeMeta(*any), Ranks(have), Ranks(missing), secs);
     out.push_back(std::move(resp));
   }
   table_.clear();
