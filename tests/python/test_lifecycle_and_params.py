@@ -101,11 +101,17 @@ def test_params_table_lists_every_knob():
     assert good.returncode == 0, good.stdout
 
 
+# The engine starts a cycle as soon as a request arrives, so small tensors
+# submitted one after another are fused only if they are pending together at a
+# cycle's start: here, while the engine reduces a large tensor submitted just
+# before them. Twenty rounds, so that a busy machine that delays the
+# submissions in some rounds still leaves fused ones (FUSE, COPY_OUT).
 TIMELINE_SNIPPET = """
 import numpy as np, tfmpi
 tfmpi.init()
-for i in range(3):
-    hs = [tfmpi.allreduce_async(np.ones(100, np.float32), op="sum", name=f"grad/{j}") for j in range(5)]
+for i in range(20):
+    hs = [tfmpi.allreduce_async(np.ones(1 << 22, np.float32), op="sum", name="large")]
+    hs += [tfmpi.allreduce_async(np.ones(100, np.float32), op="sum", name=f"grad/{j}") for j in range(5)]
     [h.wait() for h in hs]
 tfmpi.shutdown()
 """
