@@ -14,7 +14,6 @@
 #include "contains.h"
 #include "engine_ranks.h"
 #include "tfmpi/engine/shared_settings.h"
-#include "tfmpi/planning/rank_groups.h"
 #include "tfmpi/planning/settings_agreement.h"
 
 namespace tfmpi {
@@ -25,19 +24,6 @@ using planning::EncodeSettings;
 using planning::Settings;
 using planning::SettingsDisagreement;
 using testing::Contains;
-
-TEST(RankList, RunsOfThreeOrMoreAreRanges) {
-  EXPECT_EQ(planning::RankList({}), "");
-  EXPECT_EQ(planning::RankList({4}), "4");
-  EXPECT_EQ(planning::RankList({0, 1}), "0, 1");
-  EXPECT_EQ(planning::RankList({0, 1, 2, 5, 7, 8, 9, 10, 12}), "0-2, 5, 7-10, 12");
-}
-
-TEST(RankGroups, GroupsInOrderOfFirstAppearance) {
-  EXPECT_EQ(planning::RankGroups({"a", "a", "a"}), "");
-  EXPECT_EQ(planning::RankGroups({"b", "a", "b", "b"}), "ranks 0, 2, 3 have b; rank 1 has a");
-  EXPECT_EQ(planning::RankGroups({"x", "y"}, {3, 7}), "rank 3 has x; rank 7 has y");
-}
 
 TEST(SettingsEncoding, RoundTripsAnyBytes) {
   const Settings s = {{"A", "1"}, {"", ""},
@@ -51,9 +37,11 @@ TEST(SettingsEncoding, RoundTripsAnyBytes) {
   EXPECT_FALSE(DecodeSettings("", &back));  // no format tag: another build's encoding
   const std::string text = EncodeSettings({{"NAME", "value"}});
   const std::size_t tag_only = EncodeSettings({}).size();  // a whole, empty encoding
-  for (std::size_t cut = 1; cut < text.size(); ++cut)
-    if (cut != tag_only)
+  for (std::size_t cut = 1; cut < text.size(); ++cut) {
+    if (cut != tag_only) {
       EXPECT_FALSE(DecodeSettings(text.substr(0, cut), &back)) << "cut at " << cut;
+    }
+  }
 }
 
 TEST(SettingsDisagreement, SameSettingsAgree) {

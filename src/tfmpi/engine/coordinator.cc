@@ -24,15 +24,10 @@ const TensorMeta* SplitRanks(const std::vector<std::optional<TensorMeta>>& per_r
   return any;
 }
 
-// "rank 1" / "ranks 1, 3" / "ranks 0-62, 64": ascending ranks, runs as ranges
-// (a message about 1,000 ranks stays one line).
-std::string Ranks(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", planning::RankList(ranks));
-}
-
-// "rank 1 is" / "ranks 1, 3 are".
+// "rank 1 is" / "ranks 1, 3 are" / "ranks 0-62, 64 are": runs of consecutive
+// ranks are ranges, so that a stall of most of 1,000 ranks does not list each.
 std::string Ranks(const std::vector<int>& ranks, const char* one, const char* many) {
-  return fmt::format("{} {}", Ranks(ranks), ranks.size() == 1 ? one : many);
+  return fmt::format("{} {}", planning::RankPhrase(ranks), ranks.size() == 1 ? one : many);
 }
 
 }  // namespace
@@ -116,7 +111,8 @@ std::vector<std::string> Coordinator::NewStalls(Clock::time_point now, Clock::du
           "can take minutes to import TensorFlow), or stopped before its first collective",
           Ranks(starting, "has", "have"));
     out.push_back(fmt::format("tensor '{}' ({}) submitted by {} has waited {:.0f} s for {}{}", name,
-                              DescribeMeta(*any), Ranks(have), secs, Ranks(missing), why));
+                              DescribeMeta(*any), planning::RankPhrase(have), secs,
+                              planning::RankPhrase(missing), why));
   }
   return out;
 }
@@ -156,7 +152,8 @@ std::vector<Response> Coordinator::TakeDeadlocked(Clock::time_point now, Clock::
         "been waiting for {:.0f} s for collectives the others do not submit: the ranks ran "
         "different sequences of collectives (for example different numbers of steps, because "
         "their data differed). Every rank must see the same number of batches.",
-        name, DescribeMeta(*any), Ranks(have), Ranks(missing), secs);
+        name, DescribeMeta(*any), planning::RankPhrase(have), planning::RankPhrase(missing),
+        secs);
     out.push_back(std::move(resp));
   }
   table_.clear();

@@ -13,6 +13,7 @@
 #include "tfmpi/engine/negotiator.h"
 #include "tfmpi/engine/shared_settings.h"
 #include "tfmpi/engine/timeline.h"
+#include "tfmpi/planning/rank_groups.h"
 
 namespace tfmpi {
 namespace {
@@ -295,31 +296,7 @@ Status Engine::LeaveAfterError(const Status& error, PendingTable* pending) {
 // here instead.
 void Engine::FailPendingAfterPeerLeft(PendingTable* pending,
                                       const std::map<int, std::string>& leavers) {
-  std::vector<std::string> errors;
-  std::vector<int> finished;
-  for (const auto& [r, reason] : leavers) {
-    if (r == rank_) continue;
-    if (reason.empty()) finished.push_back(r);
-    else errors.push_back(fmt::format("rank {} stopped with an error: {}", r, reason));
-  }
-  const std::string names = NamesOf(*pending);
-  Status s;
-  if (!errors.empty()) {
-    s = Status::Aborted(fmt::format(
-        "{}. Rank {} was still waiting for {}, which can't complete without {}.",
-        fmt::join(errors, "; "), rank_, names, errors.size() == 1 ? "it" : "them"));
-  } else {
-    const std::string who =
-        finished.empty() ? "another rank has"
-                         : fmt::format("{} {} {}", finished.size() == 1 ? "rank" : "ranks",
-                                       fmt::join(finished, ", "),
-                                       finished.size() == 1 ? "has" : "have");
-    s = Status::Aborted(fmt::format(
-        "{} finished (shut tfmpi down) while rank {} still waits for {}: the ranks ran different "
-        "numbers of steps or collectives. Check that every rank sees the same amount of data "
-        "(with tfmpirun, every rank must read the same batches).",
-        who, rank_, names));
-  }
+  const Status s = Status::Aborted(planning::PeerLeftMessage(rank_, NamesOf(*pending), leavers));
   TFMPI_LOG_ERROR("{}", s.message());
   FailPending(s, pending);
 }

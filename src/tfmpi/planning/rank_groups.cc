@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace tfmpi::planning {
@@ -21,6 +22,10 @@ std::string RankList(const std::vector<int>& ascending) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string RankPhrase(const std::vector<int>& ascending) {
+  return fmt::format("{} {}", ascending.size() == 1 ? "rank" : "ranks", RankList(ascending));
+}
+
 std::string RankGroups(const std::vector<std::string>& texts, const std::vector<int>& ranks) {
   std::map<std::string, std::vector<int>> groups;
   std::vector<const std::string*> order;
@@ -34,10 +39,44 @@ std::string RankGroups(const std::vector<std::string>& texts, const std::vector<
   for (const std::string* text : order) {
     const std::vector<int>& holders = groups.at(*text);
     const bool one = holders.size() == 1;
-    parts.push_back(fmt::format("{} {} {} {}", one ? "rank" : "ranks", RankList(holders),
-                                one ? "has" : "have", *text));
+    parts.push_back(fmt::format("{} {} {}", RankPhrase(holders), one ? "has" : "have", *text));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::string PeerLeftMessage(int rank, const std::string& names,
+                            const std::map<int, std::string>& leavers) {
+  std::vector<std::pair<std::string, std::vector<int>>> errors;  // (error, its ranks)
+  std::vector<int> finished;
+  std::size_t failed = 0;
+  for (const auto& [r, reason] : leavers) {
+    if (r == rank) continue;
+    if (reason.empty()) {
+      finished.push_back(r);
+      continue;
+    }
+    ++failed;
+    auto same = std::find_if(errors.begin(), errors.end(),
+                             [&](const auto& group) { return group.first == reason; });
+    if (same == errors.end()) errors.push_back({reason, {r}});
+    else same->second.push_back(r);
+  }
+  if (!errors.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [reason, who] : errors)
+      parts.push_back(fmt::format("{} stopped with an error: {}", RankPhrase(who), reason));
+    return fmt::format("{}. Rank {} was still waiting for {}, which can't complete without {}.",
+                       fmt::join(parts, "; "), rank, names, failed == 1 ? "it" : "them");
+  }
+  const std::string who =
+      finished.empty()
+          ? "another rank has"
+          : fmt::format("{} {}", RankPhrase(finished), finished.size() == 1 ? "has" : "have");
+  return fmt::format(
+      "{} finished (shut tfmpi down) while rank {} still waits for {}: the ranks ran different "
+      "numbers of steps or collectives. Check that every rank sees the same amount of data "
+      "(with tfmpirun, every rank must read the same batches).",
+      who, rank, names);
 }
 
 }  // namespace tfmpi::planning
