@@ -1,6 +1,8 @@
 """Every Python test tier (python, launcher, cluster): the processes the tests
-start run without scikit-learn and matplotlib importable (lean_site/), and the
-fidelity scripts read scikit-learn's digits from a file written here once."""
+start run without scikit-learn, matplotlib and IPython importable (lean_site/),
+and the fidelity scripts read scikit-learn's digits from a file written here
+once per session (not again in a session started inside one, such as the
+pytest that the numpy-API tests run on every rank)."""
 
 import os
 import shutil
@@ -16,6 +18,8 @@ def pytest_configure(config):
     path = os.environ.get("PYTHONPATH", "")
     if LEAN_SITE not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (LEAN_SITE, path) if p)
+    if os.path.isfile(os.environ.get("TESTS_DIGITS_FILE", "")):
+        return
     try:
         from sklearn.datasets import load_digits
     except ImportError:  # the tests that need the digits skip, saying so

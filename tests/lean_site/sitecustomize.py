@@ -1,11 +1,14 @@
-"""The processes the tests start import TensorFlow without scikit-learn and
-matplotlib (tests/conftest.py puts this folder on their PYTHONPATH).
+"""The processes the tests start import TensorFlow without scikit-learn,
+matplotlib and IPython (tests/conftest.py puts this folder on their PYTHONPATH).
 
-Keras imports both at start-up wherever they are installed (its scikit-learn
-wrappers and its plotting helpers), about 1.2 s of CPU per process here, and
-the test tiers start hundreds of ranks on two cores. tfmpi uses neither. Here
-they import as if not installed, and the fidelity scripts read the digits from
-the file tests/conftest.py wrote (TESTS_DIGITS_FILE).
+Keras imports all three at start-up wherever they are installed (its
+scikit-learn wrappers, its plotting helpers, its notebook display): 2.3 of the
+5.1 s of CPU that importing TensorFlow took per process here, and the test
+tiers start hundreds of ranks on two cores. tfmpi uses none of them. Here they
+import as if not installed (Keras imports each inside try/except ImportError);
+importlib.util.find_spec raises ModuleNotFoundError for them instead of
+returning None. The fidelity scripts read the digits from the file
+tests/conftest.py wrote (TESTS_DIGITS_FILE).
 """
 
 import importlib.util
@@ -26,16 +29,18 @@ class _Hide:
 
 
 def _chain_load_next():
-    """Runs the first sitecustomize after this folder on sys.path (the one
-    this shadows, Debian's for example); tfmpi's, before it, loaded this one."""
+    """Runs the first sitecustomize after this folder on sys.path (the one this
+    shadows, Debian's for example). tfmpi's hook, before this folder under
+    tfmpirun, loaded this one and looks only after its own folder."""
     here = os.path.dirname(os.path.abspath(__file__))
     folders = [os.path.abspath(entry or os.curdir) for entry in sys.path]
     for folder in folders[folders.index(here) + 1:] if here in folders else []:
-        path = os.path.join(folder, "sitecustomize.py")
-        if os.path.isfile(path):
-            spec = importlib.util.spec_from_file_location("_tests_shadowed_sitecustomize", path)
-            spec.loader.exec_module(importlib.util.module_from_spec(spec))
-            return
+        for path in (os.path.join(folder, "sitecustomize.py"),
+                     os.path.join(folder, "sitecustomize", "__init__.py")):
+            if os.path.isfile(path):
+                spec = importlib.util.spec_from_file_location("_tests_shadowed_sitecustomize", path)
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+                return
 
 
 sys.meta_path.insert(0, _Hide())

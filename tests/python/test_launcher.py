@@ -243,3 +243,29 @@ def test_a_frozen_rank_ends_the_job_naming_it():
     assert "lost contact with rank 1 on host" in out, out
     assert "no reply from rank 1 on host" in out, out  # the warning at half the timeout
     _assert_gone(list(ranks.values()), 10)
+
+
+@pytest.mark.parametrize("order", ["tfmpi-first", "other-hook-first"])
+def test_the_start_up_hook_runs_the_sitecustomize_it_shadows_once(tmp_path, order):
+    """tfmpi's hook runs the sitecustomize it shadows (Debian's Python ships one)
+    once. A hook before it that chains the same way (the tests' lean_site) loads
+    tfmpi's, which must not load that one again: before, the two loaded each
+    other until Python's recursion limit."""
+    from tfmpi.launcher import site_dir
+
+    shadowed = tmp_path / "debian"
+    shadowed.mkdir()
+    (shadowed / "sitecustomize.py").write_text("import sys\nsys.stderr.write('SHADOWED RAN\\n')\n")
+    lean = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lean_site")
+    first = [site_dir(), lean] if order == "tfmpi-first" else [lean, site_dir()]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(first + [str(shadowed)]))
+    env.pop("TFMPI_TRANSPARENT", None)
+    r = subprocess.run([PYTHON, "-c", "import sys; print(len(sys.meta_path))"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("SHADOWED RAN") == 1, r.stderr
+    assert "failed" not in r.stderr, r.stderr
+    plain = subprocess.run([PYTHON, "-c", "import sys; print(len(sys.meta_path))"],
+                           env=dict(env, PYTHONPATH=str(shadowed)), capture_output=True, text=True,
+                           timeout=60)
+    assert int(r.stdout) == int(plain.stdout) + 1, "one finder of lean_site's, once"

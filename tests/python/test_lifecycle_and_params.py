@@ -103,9 +103,10 @@ def test_params_table_lists_every_knob():
 
 # The engine starts a cycle as soon as a request arrives, so small tensors
 # submitted one after another are fused only if they are pending together at a
-# cycle's start: here, while the engine reduces a large tensor submitted just
-# before them. Twenty rounds, so that a busy machine that delays the
-# submissions in some rounds still leaves fused ones (FUSE, COPY_OUT).
+# cycle's start: here, while the engine negotiates and reduces a large tensor
+# (above the direct threshold: never fused) submitted just before them. Twenty
+# rounds, so that a busy machine that delays the submissions in some rounds
+# still leaves fused ones (FUSE, COPY_OUT). The thresholds are pinned.
 TIMELINE_SNIPPET = """
 import numpy as np, tfmpi
 tfmpi.init()
@@ -119,11 +120,13 @@ tfmpi.shutdown()
 
 def test_timeline_is_chrome_trace_json(tmp_path):
     path = tmp_path / "timeline.json"
-    r = run_python(2, ["-c", TIMELINE_SNIPPET], timeout=120, env={"TFMPI_TIMELINE": str(path)})
+    r = run_python(2, ["-c", TIMELINE_SNIPPET], timeout=120,
+                   env={"TFMPI_TIMELINE": str(path), "TFMPI_DIRECT_THRESHOLD": "1MiB",
+                        "TFMPI_FUSION_THRESHOLD": "64MiB", "TFMPI_AUTOTUNE": "0"})
     assert r.returncode == 0, r.stdout
     events = json.loads(path.read_text())
     phases = {e["name"] for e in events if e.get("ph") == "X"}
-    assert {"NEGOTIATE", "WAIT", "FUSE", "COLLECTIVE", "COPY_OUT"} <= phases
+    assert {"NEGOTIATE", "WAIT", "FUSE", "COLLECTIVE", "COPY_OUT"} <= phases, phases
     rows = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     assert {f"grad/{j}" for j in range(5)} <= rows
     assert all(e["dur"] >= 0 for e in events if e.get("ph") == "X")

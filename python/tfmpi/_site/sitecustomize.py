@@ -10,9 +10,13 @@ import sys
 
 
 def _chain_load_shadowed():
+    # The first sitecustomize after this folder on sys.path: the one Python
+    # would have run. (Python runs the first it finds, so none comes before
+    # this one unless another hook loaded this one; looking before it as well
+    # would then load that hook again, and it this one, without end.)
     here = os.path.dirname(os.path.abspath(__file__))
-    for entry in sys.path:
-        folder = os.path.abspath(entry or os.curdir)
+    folders = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    for folder in folders[folders.index(here) + 1:] if here in folders else folders:
         if folder == here:
             continue
         for candidate in (os.path.join(folder, "sitecustomize.py"),
