@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 
 namespace tfmpi::planning {
@@ -26,47 +25,53 @@ std::string RankPhrase(const std::vector<int>& ascending) {
   return fmt::format("{} {}", ascending.size() == 1 ? "rank" : "ranks", RankList(ascending));
 }
 
-std::string RankGroups(const std::vector<std::string>& texts, const std::vector<int>& ranks) {
-  std::map<std::string, std::vector<int>> groups;
-  std::vector<const std::string*> order;
+namespace {
+
+// (text, its ranks) in order of first appearance: texts[i] is what rank
+// ranks[i] said (rank i where `ranks` is empty).
+std::vector<std::pair<std::string, std::vector<int>>> GroupByText(
+    const std::vector<std::string>& texts, const std::vector<int>& ranks) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < texts.size(); ++i) {
-    auto [it, fresh] = groups.try_emplace(texts[i]);
-    if (fresh) order.push_back(&it->first);
-    it->second.push_back(ranks.empty() ? static_cast<int>(i) : ranks.at(i));
+    auto [it, fresh] = index.try_emplace(texts[i], groups.size());
+    if (fresh) groups.push_back({texts[i], {}});
+    groups[it->second].second.push_back(ranks.empty() ? static_cast<int>(i) : ranks.at(i));
   }
+  return groups;
+}
+
+}  // namespace
+
+std::string RankGroups(const std::vector<std::string>& texts, const std::vector<int>& ranks) {
+  const auto groups = GroupByText(texts, ranks);
   if (groups.size() <= 1) return "";
   std::vector<std::string> parts;
-  for (const std::string* text : order) {
-    const std::vector<int>& holders = groups.at(*text);
-    const bool one = holders.size() == 1;
-    parts.push_back(fmt::format("{} {} {}", RankPhrase(holders), one ? "has" : "have", *text));
-  }
+  for (const auto& [text, holders] : groups)
+    parts.push_back(
+        fmt::format("{} {} {}", RankPhrase(holders), holders.size() == 1 ? "has" : "have", text));
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 std::string PeerLeftMessage(int rank, const std::string& names,
                             const std::map<int, std::string>& leavers) {
-  std::vector<std::pair<std::string, std::vector<int>>> errors;  // (error, its ranks)
-  std::vector<int> finished;
-  std::size_t failed = 0;
+  std::vector<std::string> reasons;
+  std::vector<int> failed, finished;
   for (const auto& [r, reason] : leavers) {
     if (r == rank) continue;
     if (reason.empty()) {
       finished.push_back(r);
-      continue;
+    } else {
+      reasons.push_back(reason);
+      failed.push_back(r);
     }
-    ++failed;
-    auto same = std::find_if(errors.begin(), errors.end(),
-                             [&](const auto& group) { return group.first == reason; });
-    if (same == errors.end()) errors.push_back({reason, {r}});
-    else same->second.push_back(r);
   }
-  if (!errors.empty()) {
+  if (!failed.empty()) {
     std::vector<std::string> parts;
-    for (const auto& [reason, who] : errors)
+    for (const auto& [reason, who] : GroupByText(reasons, failed))
       parts.push_back(fmt::format("{} stopped with an error: {}", RankPhrase(who), reason));
     return fmt::format("{}. Rank {} was still waiting for {}, which can't complete without {}.",
-                       fmt::join(parts, "; "), rank, names, failed == 1 ? "it" : "them");
+                       fmt::join(parts, "; "), rank, names, failed.size() == 1 ? "it" : "them");
   }
   const std::string who =
       finished.empty()
