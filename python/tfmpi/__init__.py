@@ -21,17 +21,20 @@ import numpy as np
 from tfmpi import _core
 from tfmpi.errors import (
     AbortedError,
+    BatchMismatchError,
     InvalidArgumentError,
     NotInitializedError,
     TensorMismatchError,
     TfmpiError,
+    UnsupportedVersionError,
 )
 
 __all__ = [
     "init", "shutdown", "set_exit_reason", "is_initialized", "rank", "size", "local_rank",
     "local_size", "allreduce", "allreduce_async", "broadcast", "broadcast_async", "allgather",
     "allgather_async", "barrier", "engine_stats", "TfmpiError", "NotInitializedError",
-    "InvalidArgumentError", "TensorMismatchError", "AbortedError",
+    "InvalidArgumentError", "TensorMismatchError", "AbortedError", "BatchMismatchError",
+    "UnsupportedVersionError",
 ]
 
 REDUCE_OPS = ("sum", "average", "min", "max", "product")

@@ -1,19 +1,75 @@
-"""Print every TFMPI_* parameter (type, default, current value, accepted values).
+"""Print every TFMPI_* variable (the engine's: type, default, current value, accepted
+values; transparent mode's: default and meaning), and check the environment.
 
-    python -m tfmpi.params           # the table
+    python -m tfmpi.params           # the tables
     python -m tfmpi.params --check   # exit 1 with a message if a set value is invalid
+                                     # or a TFMPI_* name looks misspelt
 """
 
 import argparse
+import difflib
+import os
 import sys
 
 from tfmpi import _core
 from tfmpi.errors import TfmpiError
+from tfmpi.transparent import config
 
 
 def specs():
     """The parameter registry as a list of dicts (name, type, default, accepted, description)."""
     return _core.param_specs()
+
+
+def known_names():
+    """Every TFMPI_* variable tfmpi reads: the engine's registry and transparent mode's."""
+    return {s["name"] for s in specs()} | {name for name, _, _ in config.VARIABLES}
+
+
+def unknown_variables(environ=None):
+    """(name, the closest known name or None) for each TFMPI_* variable set in `environ`
+    (default: this process's) that tfmpi does not read, in name order."""
+    environ = os.environ if environ is None else environ
+    known = sorted(known_names())
+    out = []
+    for name in sorted(n for n in environ if n.startswith("TFMPI_") and n not in known):
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+        out.append((name, close[0] if close else None))
+    return out
+
+
+def misspelt(environ=None):
+    """One line per set TFMPI_* variable that tfmpi does not read but whose name is close
+    to one it does: likely a misspelling, whose setting would silently not apply."""
+    return [f"tfmpi: {name} is not a tfmpi variable and is ignored; did you mean {close}?"
+            for name, close in unknown_variables(environ) if close]
+
+
+def transparent_table():
+    width = max(len(name) for name, _, _ in config.VARIABLES) + 2
+    lines = ["Transparent mode (read by each rank when it starts under tfmpirun):",
+             f"{'NAME':<{width}}{'DEFAULT':<20}MEANING"]
+    lines += [f"{name:<{width}}{default:<20}{meaning}"
+              for name, default, meaning in config.VARIABLES]
+    return "\n".join(lines) + "\n"
+
+
+def check():
+    """The problems with the TFMPI_* variables set here, one line each (empty: none), and
+    notes on set variables tfmpi does not read."""
+    problems = []
+    try:
+        _core.check_params()
+    except TfmpiError as e:
+        problems.append(f"tfmpi: {e}")
+    try:
+        config.load()
+    except SystemExit as e:
+        problems.append(str(e.code))
+    problems += misspelt()
+    notes = [f"tfmpi: {name} is not a tfmpi variable (ignored)"
+             for name, close in unknown_variables() if close is None]
+    return problems, notes
 
 
 def main(argv=None):
@@ -22,14 +78,15 @@ def main(argv=None):
                         help="validate the TFMPI_* variables set in the environment")
     args = parser.parse_args(argv)
     if args.check:
-        try:
-            _core.check_params()
-        except TfmpiError as e:
-            print(f"tfmpi: {e}", file=sys.stderr)
+        problems, notes = check()
+        for line in problems + notes:
+            print(line, file=sys.stderr)
+        if problems:
             return 1
         print("all TFMPI_* parameters are valid")
         return 0
     sys.stdout.write(_core.param_table())
+    sys.stdout.write("\n" + transparent_table())
     return 0
 
 

@@ -161,6 +161,16 @@ def test_real_run_turns_transparent_mode_on():
     assert r.stdout.splitlines() == ["popped"], r.stdout + r.stderr
 
 
+def test_a_misspelt_variable_is_named_once_at_start_up():
+    r = tfmpirun("-np", "2", PYTHON, "-c", "print('ran')", timeout=120,
+                 env={"TFMPI_SYNC_BATCHNORMS": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = ("tfmpi: TFMPI_SYNC_BATCHNORMS is not a tfmpi variable and is ignored; did you mean "
+            "TFMPI_SYNC_BATCHNORM?")
+    assert r.stderr.count(line) == 1, r.stderr
+    assert r.stdout.splitlines() == ["ran"], r.stdout
+
+
 def test_all_ranks_output():
     r = tfmpirun("-np", "2", "--all-ranks-output", PYTHON, "-c", "print('line-from-rank')", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -97,8 +97,53 @@ def test_params_table_lists_every_knob():
               env={"TFMPI_LOG_LEVEL": "loud"})
     assert bad.returncode == 1 and "TFMPI_LOG_LEVEL" in bad.stdout and "loud" in bad.stdout
     good = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
-               env={"TFMPI_FUSION_THRESHOLD": "16MiB"})
+               env={"TFMPI_FUSION_THRESHOLD": "16MiB", "TFMPI_SHARES": "equal"})
     assert good.returncode == 0, good.stdout
+    # transparent mode's variables are listed too, with their defaults
+    for name in ["TFMPI_BATCH_MODE", "TFMPI_SHARES", "TFMPI_SHARDED_UPDATE", "TFMPI_THREADS",
+                 "TFMPI_GRADIENT_BUCKET_BYTES", "TFMPI_SYNC_BATCHNORM", "TFMPI_SHARES_VERBOSE"]:
+        assert name in r.stdout.split("Transparent mode")[1], r.stdout
+
+
+def test_params_check_covers_transparent_mode_and_misspelt_names():
+    """--check validates transparent mode's variables as well as the engine's, and
+    refuses a name one slip away from a real one (whose setting would silently not
+    apply); a TFMPI_* name near none is only noted."""
+    bad = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
+              env={"TFMPI_SHARES": "fastest"})
+    assert bad.returncode == 1, bad.stdout
+    assert "invalid value 'fastest' for TFMPI_SHARES: expected adaptive or equal" in bad.stdout
+    typo = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
+               env={"TFMPI_SHARDED_UPDATES": "1", "TFMPI_UNRELATED_THING": "1"})
+    assert typo.returncode == 1, typo.stdout
+    assert ("TFMPI_SHARDED_UPDATES is not a tfmpi variable and is ignored; did you mean "
+            "TFMPI_SHARDED_UPDATE?") in typo.stdout
+    assert "TFMPI_UNRELATED_THING is not a tfmpi variable (ignored)" in typo.stdout
+    unrelated = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
+                    env={"TFMPI_UNRELATED_THING": "1"})
+    assert unrelated.returncode == 0, unrelated.stdout
+
+
+def test_every_variable_the_code_reads_is_known():
+    """Every TFMPI_* name in the package's and engine's sources is in the engine's
+    registry or transparent mode's list (config.VARIABLES), so the misspelling check
+    never calls a real variable unknown, and the table leaves none out."""
+    import os
+    import re
+
+    from tfmpi import params
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    names = set()
+    for folder in ("python", "src"):
+        for dirpath, _, files in os.walk(os.path.join(root, folder)):
+            for f in files:
+                if f.endswith((".py", ".cc", ".h")):
+                    with open(os.path.join(dirpath, f), encoding="utf-8") as src:
+                        names |= set(re.findall(r"[\"'](TFMPI_[A-Z_]+)[\"']", src.read()))
+    not_variables = {"TFMPI_BATCH_MISMATCH"}  # a marker in error messages (batch_check.py)
+    assert names - not_variables - params.known_names() == set()
+    assert len(names) > 25, sorted(names)
 
 
 # The engine starts a cycle as soon as a request arrives, so small tensors
@@ -217,3 +262,17 @@ def test_diverged_ranks_fail_within_seconds_by_default():
     for line in lines:
         assert "ran different sequences of collectives" in line, line
         assert 9.0 <= float(line.split()[2]) < 30.0, line
+
+
+def test_every_error_class_is_importable_from_tfmpi():
+    """The docs name errors as tfmpi.X (tfmpi.BatchMismatchError): each one of
+    tfmpi.errors is there and in __all__."""
+    r = run([sys.executable, "-c",
+             "import inspect, tfmpi, tfmpi.errors as e\n"
+             "names = [n for n, c in inspect.getmembers(e, inspect.isclass) "
+             "if issubclass(c, e.TfmpiError)]\n"
+             "missing = [n for n in names if getattr(tfmpi, n, None) is not getattr(e, n) "
+             "or n not in tfmpi.__all__]\n"
+             "print(len(names), missing)"], timeout=60)
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.split()[-1] == "[]" and int(r.stdout.split()[0]) >= 7, r.stdout

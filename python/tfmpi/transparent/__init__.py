@@ -38,9 +38,22 @@ def activate():
 
     threads.apply(state.options, tfmpi._core, state.rank, tfmpi.local_rank(), tfmpi.local_size())
     output.configure(state.rank, state.options)
+    _warn_of_misspelt_variables()
     seeds.agree_on_seed(state.options)
     import_hooks.install()
     _report_uncaught_errors(tfmpi)
+
+
+def _warn_of_misspelt_variables():
+    """A TFMPI_* variable set under a name close to one tfmpi reads (TFMPI_SHARDED_UPDATES)
+    would silently not apply: rank 0 says so, once per name (every rank has the same
+    environment)."""
+    if state.rank != 0:
+        return
+    from tfmpi import params
+
+    for line in params.misspelt():
+        print(line, file=sys.stderr, flush=True)
 
 
 def _report_uncaught_errors(tfmpi):

@@ -20,9 +20,40 @@ class Options:
     bind_cores: bool = False         # each rank keeps only its own CPUs (threads.py)
     gradient_buckets: int = 0        # bytes per gradient allreduce in backward order; 0: one (collectives.py)
     sharded_update: bool = False     # each rank updates only the variables it owns (sharded_update.py)
+    shares_verbose: bool = False     # rank 0 prints each change of the slice sizes (shares.py)
 
 
-def _bool(name, default):
+# Every TFMPI_* variable transparent mode reads (the engine's own are in its
+# registry, python -m tfmpi.params): name, default, meaning. `python -m
+# tfmpi.params` lists them; a variable set under a name close to one of these
+# or the engine's is reported as a likely misspelling (tfmpi/params.py).
+VARIABLES = [
+    ("TFMPI_TRANSPARENT", "(set by tfmpirun)", "1: transparent mode starts in each Python rank"),
+    ("TFMPI_BATCH_MODE", "global", "global: each batch split over the ranks; per-rank: whole "
+     "batches per rank"),
+    ("TFMPI_SYNC_BATCHNORM", "0", "1: BatchNormalization moments over the global batch"),
+    ("TFMPI_SEED", "(per launch)", "the random seed every rank shares"),
+    ("TFMPI_BATCH_CHECK_INTERVAL", "100", "steps between batch-agreement checks (0: never)"),
+    ("TFMPI_SHARES", "adaptive", "adaptive: slices follow measured speeds; equal: equal slices"),
+    ("TFMPI_REBALANCE_STEPS", "10", "steps between revisions of adaptive shares (0: never)"),
+    ("TFMPI_PROBE_SPEEDS", "(unset)", "each rank's relative speed, the first shares (set by "
+     "--placement aware)"),
+    ("TFMPI_SHARES_LOG", "(unset)", "file rank 0 writes every rebalance to, as JSON, at exit"),
+    ("TFMPI_SHARES_VERBOSE", "0", "1: rank 0 prints each change of the slice sizes"),
+    ("TFMPI_INPUT_SHARDING", "1", "1: each rank decodes only its slices' samples"),
+    ("TFMPI_DATA_SHARDING", "elements", "elements: the 1-process batches; files: each rank reads "
+     "only its files"),
+    ("TFMPI_THREADS", "auto", "auto: thread pools sized to the rank's part of its host; off"),
+    ("TFMPI_BIND_CORES", "0", "1: each rank keeps only its own CPUs"),
+    ("TFMPI_GRADIENT_BUCKET_BYTES", "0", "bytes per gradient allreduce in backward order (0: one)"),
+    ("TFMPI_SHARDED_UPDATE", "0", "1: each rank updates only the variables it owns"),
+    ("TFMPI_ALL_RANKS_OUTPUT", "0", "1: ranks other than 0 print too"),
+    ("TFMPI_ALLOW_UNTESTED_VERSIONS", "0", "1: start outside the tested TensorFlow/Keras versions"),
+]
+
+
+def flag(name, default):
+    """The boolean variable `name` (1/0, true/false, yes/no, on/off), else `default`."""
     value = os.environ.get(name)
     if value is None:
         return default
@@ -70,19 +101,20 @@ def load():
         raise SystemExit(f"tfmpi: invalid value {buckets!r} for TFMPI_GRADIENT_BUCKET_BYTES: expected "
                          "a whole number of bytes (0: one allreduce for all gradients)")
     return Options(batch_mode=mode,
-                   all_ranks_output=_bool("TFMPI_ALL_RANKS_OUTPUT", False),
-                   sync_batchnorm=_bool("TFMPI_SYNC_BATCHNORM", False),
+                   all_ranks_output=flag("TFMPI_ALL_RANKS_OUTPUT", False),
+                   sync_batchnorm=flag("TFMPI_SYNC_BATCHNORM", False),
                    seed=seed,
                    batch_check_interval=int(interval),
-                   allow_untested_versions=_bool("TFMPI_ALLOW_UNTESTED_VERSIONS", False),
+                   allow_untested_versions=flag("TFMPI_ALLOW_UNTESTED_VERSIONS", False),
                    shares=shares,
                    rebalance_steps=int(every),
-                   input_sharding=_bool("TFMPI_INPUT_SHARDING", True),
+                   input_sharding=flag("TFMPI_INPUT_SHARDING", True),
                    data_sharding=data,
                    threads=threads,
-                   bind_cores=_bool("TFMPI_BIND_CORES", False),
+                   bind_cores=flag("TFMPI_BIND_CORES", False),
                    gradient_buckets=int(buckets),
-                   sharded_update=_bool("TFMPI_SHARDED_UPDATE", False))
+                   sharded_update=flag("TFMPI_SHARDED_UPDATE", False),
+                   shares_verbose=flag("TFMPI_SHARES_VERBOSE", False))
 
 
 # Options that shape the collectives a step runs or the math (how a batch is
@@ -98,7 +130,8 @@ _SHARED = [("batch_mode", "TFMPI_BATCH_MODE"), ("sync_batchnorm", "TFMPI_SYNC_BA
 # Options that concern only the rank that reads them: its output, its thread
 # pools, whether it starts outside the tested versions (the versions themselves
 # are compared).
-PER_RANK = ("all_ranks_output", "threads", "bind_cores", "allow_untested_versions")
+PER_RANK = ("all_ranks_output", "threads", "bind_cores", "allow_untested_versions",
+            "shares_verbose")
 
 
 # The names TensorFlow is installed under.

@@ -195,7 +195,7 @@ class _Tracker:
                              "changed": bool(changed),
                              "awaiting": bool(self.rebalancer.awaiting_confirmation),
                              "fractions": list(self.rebalancer.fractions)})
-        if changed and state.rank == 0 and os.environ.get("TFMPI_SHARES_VERBOSE"):
+        if changed and state.rank == 0 and state.options.shares_verbose:
             sizes = _core.slice_sizes(self.rebalancer.fractions, batch)
             print(f"tfmpi: step {self.calls}: new slice sizes {sizes} of {batch}", file=sys.stderr)
 
