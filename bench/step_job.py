@@ -1,12 +1,13 @@
 """One timed training run for bench/threads/run.py and bench/messages/run.py:
-a small MLP, CNN or bidirectional LSTM, or a communication-heavy MLP of 42 M
-parameters, on synthetic data, trained with model.fit at a fixed global batch,
+a small MLP, CNN or bidirectional LSTM, a communication-heavy MLP of 12 M or 42 M
+parameters, or ResNet-50, on synthetic data, trained with model.fit at a fixed global batch,
 TensorFlow's thread pools left at whatever the run was given. Prints
 "STEP_MS <median ms per step>" and "STEP_MEAN_MS <mean ms per step>", the
 first 5 steps excluded (rank 0 under tfmpirun). Under a CPU quota the median
 hides the steps that wait for the quota's next period; the mean counts them.
 
-    python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m} [--steps N] [--batch B] [--metrics]
+    python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m,resnet50} [--steps N] [--batch B]
+                             [--metrics]
 """
 
 import argparse
@@ -44,6 +45,11 @@ MODELS = {
                                         + [keras.layers.Dense(2048, activation="relu")
                                            for _ in range(3)]
                                         + [keras.layers.Dense(10)])),
+    # keras.applications.ResNet50(weights=None) on 128x128 images, as bench/peers/job.py:
+    # 25.6 M parameters (labels 0-9 of its 1000 classes)
+    "resnet50": (32, lambda n: np.random.rand(n, 128, 128, 3).astype("float32"),
+                 lambda: keras.applications.ResNet50(weights=None, input_shape=(128, 128, 3),
+                                                     classes=1000, classifier_activation=None)),
     "lstm": (32, lambda n: np.random.randint(0, 5000, (n, 64)),
              lambda: keras.Sequential([keras.Input((64,), dtype="int32"),
                                        keras.layers.Embedding(5000, 32),
