@@ -7,42 +7,17 @@ values; transparent mode's: default and meaning), and check the environment.
 """
 
 import argparse
-import difflib
-import os
 import sys
 
 from tfmpi import _core
 from tfmpi.errors import TfmpiError
 from tfmpi.transparent import config
+from tfmpi.variables import misspelt, unknown_variables
 
 
 def specs():
     """The parameter registry as a list of dicts (name, type, default, accepted, description)."""
     return _core.param_specs()
-
-
-def known_names():
-    """Every TFMPI_* variable tfmpi reads: the engine's registry and transparent mode's."""
-    return {s["name"] for s in specs()} | {name for name, _, _ in config.VARIABLES}
-
-
-def unknown_variables(environ=None):
-    """(name, the closest known name or None) for each TFMPI_* variable set in `environ`
-    (default: this process's) that tfmpi does not read, in name order."""
-    environ = os.environ if environ is None else environ
-    known = sorted(known_names())
-    out = []
-    for name in sorted(n for n in environ if n.startswith("TFMPI_") and n not in known):
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
-        out.append((name, close[0] if close else None))
-    return out
-
-
-def misspelt(environ=None):
-    """One line per set TFMPI_* variable that tfmpi does not read but whose name is close
-    to one it does: likely a misspelling, whose setting would silently not apply."""
-    return [f"tfmpi: {name} is not a tfmpi variable and is ignored; did you mean {close}?"
-            for name, close in unknown_variables(environ) if close]
 
 
 def transparent_table():
@@ -64,8 +39,9 @@ def check():
         problems.append(f"tfmpi: {e}")
     try:
         config.load()
-    except SystemExit as e:
-        problems.append(str(e.code))
+    except SystemExit as e:  # config.load's messages are strings
+        problems.append(e.code if isinstance(e.code, str)
+                        else f"tfmpi: invalid transparent-mode settings (exit {e.code})")
     problems += misspelt()
     notes = [f"tfmpi: {name} is not a tfmpi variable (ignored)"
              for name, close in unknown_variables() if close is None]

@@ -169,6 +169,12 @@ def test_a_misspelt_variable_is_named_once_at_start_up():
             "TFMPI_SYNC_BATCHNORM?")
     assert r.stderr.count(line) == 1, r.stderr
     assert r.stdout.splitlines() == ["ran"], r.stdout
+    # the check itself under tfmpirun, as one would run it on every host: the start-up
+    # hook has not loaded the module it runs (runpy would warn)
+    check = tfmpirun("-np", "2", PYTHON, "-m", "tfmpi.params", "--check", timeout=120,
+                     env={"TFMPI_SYNC_BATCHNORMS": "1"})
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "RuntimeWarning" not in check.stderr and "did you mean" in check.stderr, check.stderr
 
 
 def test_all_ranks_output():

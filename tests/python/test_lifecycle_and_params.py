@@ -131,7 +131,7 @@ def test_every_variable_the_code_reads_is_known():
     import os
     import re
 
-    from tfmpi import params
+    from tfmpi import variables
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     names = set()
@@ -142,7 +142,7 @@ def test_every_variable_the_code_reads_is_known():
                     with open(os.path.join(dirpath, f), encoding="utf-8") as src:
                         names |= set(re.findall(r"[\"'](TFMPI_[A-Z_]+)[\"']", src.read()))
     not_variables = {"TFMPI_BATCH_MISMATCH"}  # a marker in error messages (batch_check.py)
-    assert names - not_variables - params.known_names() == set()
+    assert names - not_variables - variables.known_names() == set()
     assert len(names) > 25, sorted(names)
 
 

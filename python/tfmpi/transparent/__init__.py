@@ -50,9 +50,9 @@ def _warn_of_misspelt_variables():
     environment)."""
     if state.rank != 0:
         return
-    from tfmpi import params
+    from tfmpi import variables
 
-    for line in params.misspelt():
+    for line in variables.misspelt():
         print(line, file=sys.stderr, flush=True)
 
 

@@ -26,7 +26,7 @@ class Options:
 # Every TFMPI_* variable transparent mode reads (the engine's own are in its
 # registry, python -m tfmpi.params): name, default, meaning. `python -m
 # tfmpi.params` lists them; a variable set under a name close to one of these
-# or the engine's is reported as a likely misspelling (tfmpi/params.py).
+# or the engine's is reported as a likely misspelling (tfmpi/variables.py).
 VARIABLES = [
     ("TFMPI_TRANSPARENT", "(set by tfmpirun)", "1: transparent mode starts in each Python rank"),
     ("TFMPI_BATCH_MODE", "global", "global: each batch split over the ranks; per-rank: whole "
