@@ -49,8 +49,12 @@ def _auto_name(kind):
 
 
 def init():
-    """Start the engine (initialises MPI if needed). Idempotent."""
+    """Start the engine (initialises MPI if needed). Idempotent. Rank 0 names each set
+    TFMPI_* variable whose name looks like a misspelling of one tfmpi reads."""
     _core.init()
+    from tfmpi import variables
+
+    variables.say_misspelt_once(_core.rank())
 
 
 def shutdown():

@@ -6,6 +6,7 @@ loaded."""
 
 import difflib
 import os
+import sys
 
 from tfmpi import _core
 from tfmpi.transparent import config
@@ -33,3 +34,18 @@ def misspelt(environ=None):
     to one it does: likely a misspelling, whose setting would silently not apply."""
     return [f"tfmpi: {name} is not a tfmpi variable and is ignored; did you mean {close}?"
             for name, close in unknown_variables(environ) if close]
+
+
+_said = False
+
+
+def say_misspelt_once(rank):
+    """On rank 0, the first time only (the numpy API's init() and transparent mode's
+    start-up both ask): one line on stderr per likely misspelt variable."""
+    global _said
+    if _said:
+        return
+    _said = True
+    if rank == 0:
+        for line in misspelt():
+            print(line, file=sys.stderr, flush=True)

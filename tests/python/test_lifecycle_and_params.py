@@ -124,6 +124,17 @@ def test_params_check_covers_transparent_mode_and_misspelt_names():
     assert unrelated.returncode == 0, unrelated.stdout
 
 
+def test_the_numpy_api_names_a_misspelt_variable_once():
+    """Under plain mpirun (no transparent mode) init() is where rank 0 says it, once even
+    when init() is called again."""
+    code = "import tfmpi; tfmpi.init(); tfmpi.init(); tfmpi.shutdown(); print('done')"
+    r = run_python(2, ["-c", code], timeout=120, env={"TFMPI_FUSION_THRESOLD": "1M"})
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.count("done") == 2, r.stdout
+    assert r.stdout.count("TFMPI_FUSION_THRESOLD is not a tfmpi variable") == 1, r.stdout
+    assert "did you mean TFMPI_FUSION_THRESHOLD?" in r.stdout, r.stdout
+
+
 def test_every_variable_the_code_reads_is_known():
     """Every TFMPI_* name in the package's and engine's sources is in the engine's
     registry or transparent mode's list (config.VARIABLES), so the misspelling check

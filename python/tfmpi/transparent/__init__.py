@@ -48,12 +48,9 @@ def _warn_of_misspelt_variables():
     """A TFMPI_* variable set under a name close to one tfmpi reads (TFMPI_SHARDED_UPDATES)
     would silently not apply: rank 0 says so, once per name (every rank has the same
     environment)."""
-    if state.rank != 0:
-        return
     from tfmpi import variables
 
-    for line in variables.misspelt():
-        print(line, file=sys.stderr, flush=True)
+    variables.say_misspelt_once(state.rank)
 
 
 def _report_uncaught_errors(tfmpi):
