@@ -42,9 +42,10 @@ def check():
     except SystemExit as e:  # config.load's messages are strings
         problems.append(e.code if isinstance(e.code, str)
                         else f"tfmpi: invalid transparent-mode settings (exit {e.code})")
-    problems += misspelt()
+    unknown = unknown_variables()
+    problems += misspelt(unknown)
     notes = [f"tfmpi: {name} is not a tfmpi variable (ignored)"
-             for name, close in unknown_variables() if close is None]
+             for name, close in unknown if close is None]
     return problems, notes
 
 

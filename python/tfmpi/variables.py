@@ -21,7 +21,7 @@ def unknown_variables(environ=None):
     """(name, the closest known name or None) for each TFMPI_* variable set in `environ`
     (default: this process's) that tfmpi does not read, in name order."""
     environ = os.environ if environ is None else environ
-    known = sorted(known_names())
+    known = known_names()
     out = []
     for name in sorted(n for n in environ if n.startswith("TFMPI_") and n not in known):
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
@@ -29,11 +29,13 @@ def unknown_variables(environ=None):
     return out
 
 
-def misspelt(environ=None):
+def misspelt(unknown=None):
     """One line per set TFMPI_* variable that tfmpi does not read but whose name is close
-    to one it does: likely a misspelling, whose setting would silently not apply."""
+    to one it does: likely a misspelling, whose setting would silently not apply.
+    `unknown`: unknown_variables() if already computed."""
+    unknown = unknown_variables() if unknown is None else unknown
     return [f"tfmpi: {name} is not a tfmpi variable and is ignored; did you mean {close}?"
-            for name, close in unknown_variables(environ) if close]
+            for name, close in unknown if close]
 
 
 _said = False

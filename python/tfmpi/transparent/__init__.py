@@ -34,23 +34,15 @@ def activate():
     state.active = True
     state.options = options
 
+    from tfmpi import variables
     from tfmpi.transparent import output, seeds, import_hooks, threads
 
     threads.apply(state.options, tfmpi._core, state.rank, tfmpi.local_rank(), tfmpi.local_size())
     output.configure(state.rank, state.options)
-    _warn_of_misspelt_variables()
+    variables.say_misspelt_once(state.rank)  # TFMPI_SHARDED_UPDATES would silently not apply
     seeds.agree_on_seed(state.options)
     import_hooks.install()
     _report_uncaught_errors(tfmpi)
-
-
-def _warn_of_misspelt_variables():
-    """A TFMPI_* variable set under a name close to one tfmpi reads (TFMPI_SHARDED_UPDATES)
-    would silently not apply: rank 0 says so, once per name (every rank has the same
-    environment)."""
-    from tfmpi import variables
-
-    variables.say_misspelt_once(state.rank)
 
 
 def _report_uncaught_errors(tfmpi):
