@@ -1,13 +1,13 @@
 """Applies every Keras patch of transparent mode, once Keras is imported (the
 import hook calls install() once)."""
 
-from tfmpi.transparent import seeds, versions
+from tfmpi.transparent import seeds, state, versions
 
 
 def install():
-    from tfmpi.transparent import (batchnorm, input_sharding, losses, metrics_patches, optimizer_patches,
-                                   per_rank, randomness, sharded_update, side_effects,
-                                   trainer_patches)
+    from tfmpi.transparent import (batchnorm, fused_adam, input_sharding, losses, metrics_patches,
+                                   optimizer_patches, per_rank, randomness, sharded_update,
+                                   side_effects, trainer_patches)
 
     versions.check("keras")
     seeds.seed_keras()
@@ -21,3 +21,5 @@ def install():
     per_rank.install()
     input_sharding.install()
     randomness.install_keras()
+    if state.options.fused_adam:
+        fused_adam.install()
