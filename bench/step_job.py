@@ -7,7 +7,7 @@ first 5 steps excluded (rank 0 under tfmpirun). Under a CPU quota the median
 hides the steps that wait for the quota's next period; the mean counts them.
 
     python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m,resnet50} [--steps N] [--batch B]
-                             [--metrics]
+                             [--metrics] [--optimizer {adam,sgd-momentum}]
 """
 
 import argparse
@@ -76,6 +76,8 @@ def main():
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch", type=int, help="the global batch (default: the model's)")
     parser.add_argument("--metrics", action="store_true", help="compile with an accuracy metric")
+    parser.add_argument("--optimizer", choices=("adam", "sgd-momentum"), default="adam",
+                        help="Keras' Adam (the default) or SGD with momentum 0.9")
     args = parser.parse_args()
     if args.batch is not None and args.batch < 1:
         parser.error(f"--batch {args.batch}: must be at least 1")
@@ -85,7 +87,8 @@ def main():
     n = batch * args.steps
     x, y = inputs(n), np.random.randint(0, 10, n)
     model = build()
-    model.compile(optimizer="adam",
+    optimizer = "adam" if args.optimizer == "adam" else keras.optimizers.SGD(0.01, momentum=0.9)
+    model.compile(optimizer=optimizer,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"] if args.metrics else None)
     timer = StepTimes()

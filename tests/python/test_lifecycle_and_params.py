@@ -102,7 +102,7 @@ def test_params_table_lists_every_knob():
     # transparent mode's variables are listed too, with their defaults
     for name in ["TFMPI_BATCH_MODE", "TFMPI_SHARES", "TFMPI_SHARDED_UPDATE", "TFMPI_THREADS",
                  "TFMPI_GRADIENT_BUCKET_BYTES", "TFMPI_SYNC_BATCHNORM", "TFMPI_SHARES_VERBOSE",
-                 "TFMPI_FUSED_ADAM"]:
+                 "TFMPI_FUSED_UPDATES"]:
         assert name in r.stdout.split("Transparent mode")[1], r.stdout
 
 

@@ -21,7 +21,7 @@ class Options:
     gradient_buckets: int = 0        # bytes per gradient allreduce in backward order; 0: one (collectives.py)
     sharded_update: bool = False     # each rank updates only the variables it owns (sharded_update.py)
     shares_verbose: bool = False     # rank 0 prints each change of the slice sizes (shares.py)
-    fused_adam: bool = True          # Keras' Adam update in one kernel, bit for bit (fused_adam.py)
+    fused_updates: bool = True       # Keras' Adam and SGD updates in one kernel, bit for bit (fused_updates.py)
 
 
 # Every TFMPI_* variable transparent mode reads (the engine's own are in its
@@ -48,7 +48,8 @@ VARIABLES = [
     ("TFMPI_BIND_CORES", "0", "1: each rank keeps only its own CPUs"),
     ("TFMPI_GRADIENT_BUCKET_BYTES", "0", "bytes per gradient allreduce in backward order (0: one)"),
     ("TFMPI_SHARDED_UPDATE", "0", "1: each rank updates only the variables it owns"),
-    ("TFMPI_FUSED_ADAM", "1", "1: Keras' Adam update runs as one kernel (bit for bit the same)"),
+    ("TFMPI_FUSED_UPDATES", "1", "1: Keras' Adam and SGD-momentum updates run as one kernel "
+     "(bit for bit the same)"),
     ("TFMPI_ALL_RANKS_OUTPUT", "0", "1: ranks other than 0 print too"),
     ("TFMPI_ALLOW_UNTESTED_VERSIONS", "0", "1: start outside the tested TensorFlow/Keras versions"),
 ]
@@ -117,7 +118,7 @@ def load():
                    gradient_buckets=int(buckets),
                    sharded_update=flag("TFMPI_SHARDED_UPDATE", False),
                    shares_verbose=flag("TFMPI_SHARES_VERBOSE", False),
-                   fused_adam=flag("TFMPI_FUSED_ADAM", True))
+                   fused_updates=flag("TFMPI_FUSED_UPDATES", True))
 
 
 # Options that shape the collectives a step runs or the math (how a batch is
@@ -134,7 +135,7 @@ _SHARED = [("batch_mode", "TFMPI_BATCH_MODE"), ("sync_batchnorm", "TFMPI_SYNC_BA
 # pools, whether it starts outside the tested versions (the versions themselves
 # are compared).
 PER_RANK = ("all_ranks_output", "threads", "bind_cores", "allow_untested_versions",
-            "shares_verbose", "fused_adam")
+            "shares_verbose", "fused_updates")
 
 
 # The names TensorFlow is installed under.

@@ -5,7 +5,7 @@ from tfmpi.transparent import seeds, state, versions
 
 
 def install():
-    from tfmpi.transparent import (batchnorm, fused_adam, input_sharding, losses, metrics_patches,
+    from tfmpi.transparent import (batchnorm, fused_updates, input_sharding, losses, metrics_patches,
                                    optimizer_patches, per_rank, randomness, sharded_update,
                                    side_effects, trainer_patches)
 
@@ -21,5 +21,5 @@ def install():
     per_rank.install()
     input_sharding.install()
     randomness.install_keras()
-    if state.options.fused_adam:
-        fused_adam.install()
+    if state.options.fused_updates:
+        fused_updates.install()

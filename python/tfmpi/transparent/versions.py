@@ -55,6 +55,7 @@ REQUIRED = {
                                                 "BaseOptimizer.iterations"],
         "keras.src.optimizers.loss_scale_optimizer": ["LossScaleOptimizer.apply"],
         "keras.src.optimizers.adam": ["Adam.update_step"],
+        "keras.src.optimizers.sgd": ["SGD.update_step"],
         "keras.src.metrics.metric": ["Metric.stateless_result", "Metric.result"],
         "keras.src.losses.loss": ["Loss.__call__", "apply_mask", "reduce_values",
                                   "unscale_loss_for_distribution"],

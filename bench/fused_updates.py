@@ -1,14 +1,14 @@
-"""The fused Adam update against Keras' own, and what it does to scaling (not a test).
+"""The fused optimizer updates against Keras' own, and what they do to scaling (not a test).
 
-    python bench/fused_adam.py [--models mlp42m,mlp] [--repeats 3]
+    python bench/fused_updates.py [--models mlp42m,mlp] [--optimizer adam|sgd-momentum] [--repeats 3]
 
-Runs bench/step_job.py (model.fit with Adam, synthetic data, the model's
-global batch) as one plain process (1 thread; all cores) and under
-`tfmpirun -np 1` and `-np 2` with TFMPI_FUSED_ADAM=0 and =1, every
+Runs bench/step_job.py (model.fit with Adam or SGD with momentum, synthetic
+data, the model's global batch) as one plain process (1 thread; all cores) and
+under `tfmpirun -np 1` and `-np 2` with TFMPI_FUSED_UPDATES=0 and =1, every
 configuration once per repeat, interleaved, and prints the median step time
 of each with its ratios to the plain 1-process runs and to the fastest
 1-process configuration of all (which, with the fused update, is
-`tfmpirun -np 1`). Note [Fused Adam], src/tfmpi/bindings/tensorflow/fused_adam.cc.
+`tfmpirun -np 1`). Note [Fused updates], src/tfmpi/bindings/tensorflow/fused_updates.cc.
 """
 
 import argparse
@@ -33,20 +33,22 @@ def configurations():
     yield f"1 process, {CORES} threads", [sys.executable], every, 1
     for n in (1, 2):
         for fused in ("0", "1"):
-            label = f"tfmpirun -np {n}, {'fused' if fused == '1' else 'Keras'} Adam"
-            yield label, ["tfmpirun", "-np", str(n), sys.executable], {"TFMPI_FUSED_ADAM": fused}, n
+            label = f"tfmpirun -np {n}, {'fused' if fused == '1' else 'Keras'} update"
+            yield (label, ["tfmpirun", "-np", str(n), sys.executable],
+                   {"TFMPI_FUSED_UPDATES": fused}, n)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="mlp42m,mlp")
+    p.add_argument("--optimizer", choices=("adam", "sgd-momentum"), default="adam")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
     models = args.models.split(",")
     if args.repeats < 1 or any(m not in STEPS for m in models):
         p.error(f"models from {', '.join(STEPS)}; --repeats >= 1")
     base = {k: v for k, v in os.environ.items()
-            if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TFMPI_FUSED_ADAM")}
+            if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TFMPI_FUSED_UPDATES")}
     configs = list(configurations())
     ranks = {label: n for label, _, _, n in configs}
     for model in models:
@@ -55,8 +57,8 @@ def main():
             for label, prefix, env, _ in configs:
                 os.environ.clear()
                 os.environ.update(base, **env)
-                ms = run(prefix + [JOB, model, "--steps", str(STEPS[model])], timeout=1800,
-                         figure=STEP_MS)
+                ms = run(prefix + [JOB, model, "--steps", str(STEPS[model]),
+                                   "--optimizer", args.optimizer], timeout=1800, figure=STEP_MS)
                 times.setdefault(label, []).append(ms)
                 print(f"{model}, repeat {i + 1}, {label}: {ms:.1f} ms per step", flush=True)
         os.environ.clear()
@@ -64,7 +66,8 @@ def main():
         median = {label: statistics.median(t) for label, t in times.items()}
         plain = min(m for label, m in median.items() if label.startswith("1 process"))
         single = min(m for label, m in median.items() if ranks[label] == 1)
-        print(f"\n{model}, {args.repeats} runs each, median ms per step (lower is faster)\n")
+        print(f"\n{model}, {args.optimizer}, {args.repeats} runs each, median ms per step "
+              "(lower is faster)\n")
         print("| configuration | ms/step | runs | x fastest plain 1 process | x fastest 1-process "
               "configuration |")
         print("|---|---|---|---|---|")
