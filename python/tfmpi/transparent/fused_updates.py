@@ -49,10 +49,18 @@ def _dtype_name(variable):
 
 
 def _numbers(*values):
-    """The values as floats if all are Python numbers (bools included), else None."""
-    if all(isinstance(x, (int, float)) for x in values):
+    """The values as floats if all are Python numbers (bools included) and none
+    is NaN (a NaN key would never match the checks already made), else None."""
+    if all(isinstance(x, (int, float)) and x == x for x in values):
         return tuple(float(x) for x in values)
     return None
+
+
+def _like(slot, variable):
+    """A slot the kernel can update with its variable: same dtype and shape
+    (a subclass may build slots otherwise; Keras' ops would cast them)."""
+    return (tf.as_dtype(slot.dtype) == tf.as_dtype(variable.dtype)
+            and tuple(slot.shape) == tuple(variable.shape))
 
 
 class _Adam:
@@ -62,6 +70,11 @@ class _Adam:
     @staticmethod
     def hyperparameters(opt):
         return None if opt.amsgrad else _numbers(opt.beta_1, opt.beta_2, opt.epsilon)
+
+    @staticmethod
+    def slots_fit(opt, variable):
+        index = opt._get_variable_index(variable)
+        return all(_like(s[index], variable) for s in (opt._momentums, opt._velocities))
 
     @staticmethod
     def update(opt, gradient, variable, learning_rate):
@@ -104,6 +117,10 @@ class _SGD:
         return values if values is not None and values[0] != 0 else None
 
     @staticmethod
+    def slots_fit(opt, variable):
+        return _like(opt.momentums[opt._get_variable_index(variable)], variable)
+
+    @staticmethod
     def update(opt, gradient, variable, learning_rate):
         """SGD.update_step's math with momentum (keras/src/optimizers/sgd.py),
         the element-wise part in the kernel."""
@@ -132,6 +149,7 @@ def _applies(fusion, opt, gradient, variable, patched, stock_assign):
             and all(getattr(type(opt), name) is f for name, f in stock_assign.items())
             and fusion.hyperparameters(opt) is not None
             and _dtype_name(variable) in _FLOAT_TYPES
+            and fusion.slots_fit(opt, variable)
             and not isinstance(gradient, tf.IndexedSlices)
             and _cpu_only() and not tf.distribute.has_strategy() and not _in_xla())
 
