@@ -13,16 +13,18 @@ where the first use's check found the two updates differ on this machine
 (rank 0 says so once per optimizer, dtype and set of hyperparameters).
 """
 
+import functools
 import sys
 import threading
 
 import numpy as np
 import tensorflow as tf
 
+from tfmpi.transparent import state
+
 _FLOAT_TYPES = ("float32", "float64")
 _lock = threading.Lock()
 _agrees = {}        # (optimizer, dtype, hyperparameters...) -> kernel and stock agree bit for bit
-_no_gpu = None
 
 
 def _ops():
@@ -35,11 +37,9 @@ def _in_xla():
     return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
+@functools.cache
 def _cpu_only():
-    global _no_gpu
-    if _no_gpu is None:
-        _no_gpu = not tf.config.list_physical_devices("GPU")
-    return _no_gpu
+    return not tf.config.list_physical_devices("GPU")
 
 
 def _dtype_name(variable):
@@ -204,17 +204,12 @@ def _agree(fusion, opt, original, dtype):
                 else:
                     why = "its results differ from the stock update's on this machine"
             _agrees[key] = ok
-            if not ok:
-                _say(f"tfmpi: Keras' {fusion.name} update runs as separate ops for {dtype} "
-                     f"variables (hyperparameters {key[2:]}): the fused update "
-                     f"(TFMPI_FUSED_UPDATES) is not used because {why}")
+            if not ok and state.rank == 0:
+                print(f"tfmpi: Keras' {fusion.name} update runs as separate ops for {dtype} "
+                      f"variables (hyperparameters {key[2:]}): the fused update "
+                      f"(TFMPI_FUSED_UPDATES) is not used because {why}", file=sys.stderr,
+                      flush=True)
         return _agrees[key]
-
-
-def _say(message):
-    from tfmpi.transparent import state
-    if getattr(state, "rank", 0) == 0:
-        print(message, file=sys.stderr, flush=True)
 
 
 def _install(fusion):
