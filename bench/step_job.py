@@ -7,10 +7,15 @@ first 5 steps excluded (rank 0 under tfmpirun). Under a CPU quota the median
 hides the steps that wait for the quota's next period; the mean counts them.
 
     python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m,resnet50} [--steps N] [--batch B]
-                             [--metrics] [--optimizer {adam,sgd-momentum}]
+                             [--metrics] [--optimizer {adam,sgd-momentum}] [--memory]
+
+--memory also prints, from every rank (tfmpirun --all-ranks-output shows them all),
+"MEMORY_MB rank <r> rss <resident MB at the last step's end> peak <the process's peak
+resident MB so far>" (Linux /proc/self/status).
 """
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -58,16 +63,24 @@ MODELS = {
 }
 
 
+def _resident_mb():
+    """(VmRSS, VmHWM) of this process in MB."""
+    fields = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))
+
+
 class StepTimes(keras.callbacks.Callback):
     def __init__(self):
         super().__init__()
         self.times = []
+        self.memory = None
 
     def on_train_batch_begin(self, batch, logs=None):
         self.start = time.perf_counter()
 
     def on_train_batch_end(self, batch, logs=None):
         self.times.append(time.perf_counter() - self.start)
+        self.memory = _resident_mb()
 
 
 def main():
@@ -78,6 +91,8 @@ def main():
     parser.add_argument("--metrics", action="store_true", help="compile with an accuracy metric")
     parser.add_argument("--optimizer", choices=("adam", "sgd-momentum"), default="adam",
                         help="Keras' Adam (the default) or SGD with momentum 0.9")
+    parser.add_argument("--memory", action="store_true",
+                        help="print every rank's resident memory at the last step's end")
     args = parser.parse_args()
     if args.batch is not None and args.batch < 1:
         parser.error(f"--batch {args.batch}: must be at least 1")
@@ -95,6 +110,10 @@ def main():
     model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[timer])
     print(f"STEP_MS {1000 * float(np.median(timer.times[5:])):.2f}", flush=True)
     print(f"STEP_MEAN_MS {1000 * float(np.mean(timer.times[5:])):.2f}", flush=True)
+    if args.memory:
+        rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+        rss, peak = timer.memory
+        print(f"MEMORY_MB rank {rank} rss {rss:.0f} peak {peak:.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """The sharded optimizer update (TFMPI_SHARDED_UPDATE=1, Note [Sharded
 update], python/tfmpi/transparent/sharded_update.py): every variable has one
 owner rank, only the owner runs the optimizer on it, and the owner's slots
-are the only ones kept current until something is written. The fidelity
-kinds *_sharded_update (test_fidelity.py) compare whole runs with one
-process; these tests show the sharding is real: before a save, each rank's
-slots match the 1-process run's for the variables it owns and are still at
-their initial zeros for the others; after it, every slot on every rank
-matches, as does the optimizer state in the saved file."""
+are the only ones each rank holds while steps run (Note [Owned state]). The
+fidelity kinds *_sharded_update (test_fidelity.py) compare whole runs with one
+process; these tests show the sharding is real: each rank's slots match the
+1-process run's for the variables it owns and hold no elements for the
+others, before a save and after it, while the saved file holds the whole
+1-process state; fit leaves the whole state on every rank."""
 
 import json
 import sys
@@ -67,6 +67,7 @@ for xb, yb in tf.data.Dataset.from_tensor_slices((x, y)).batch(32):
     losses.append(float(loss)), norms.append(float(norm))
 def slots():
     return [np.asarray(v).tolist() for v in inner.variables[2:]]  # after iterations, learning rate
+shapes = [list(v.shape) for v in inner.variables[2:]]
 before = slots()
 model.save(os.path.join(out, "model.keras"))
 after = slots()
@@ -77,7 +78,7 @@ if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
     owners = [] if own is None else list(own)
 loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
 json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
-           "before": before, "after": after, "owners": owners,
+           "before": before, "after": after, "owners": owners, "shapes": shapes,
            "saved": [np.asarray(v).tolist() for v in
                      getattr(loaded.optimizer, "inner_optimizer", loaded.optimizer).variables[2:]],
            "iterations": int(opt.iterations.numpy()),
@@ -94,6 +95,7 @@ def _run(argv, out, env):
 
 
 def _close(a, b, what):
+    assert len(a) == len(b), f"{what}: {len(a)} values, {len(b)} expected"
     for x, y in zip(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=what)
 
@@ -132,15 +134,24 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
         owners = owners or got["owners"]
         assert got["owners"] == owners and len(owners) == 6, got["owners"]
         assert set(owners) == set(range(np_)), f"every rank owns something: {owners}"
-        # Adam's slots: a momentum and a velocity per variable, in variable order.
-        for k, (b, r) in enumerate(zip(got["before"], ref["after"])):
+        _held_as_owned(got, ref, rank)
+        _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
+
+
+def _held_as_owned(got, ref, rank):
+    """Adam's slots, a momentum and a velocity per variable in variable order:
+    the 1-process values for the variables `rank` owns, no elements for the
+    others (their shapes kept), before the save and after it."""
+    owners = got["owners"]
+    assert got["shapes"] == ref["shapes"], got["shapes"]
+    for when in ("before", "after"):
+        for k, (b, r) in enumerate(zip(got[when], ref["after"])):
             variable = k // 2
             if owners[variable] == rank:
-                _close([b], [r], f"rank {rank}: slot {k} of its own variable {variable}")
+                _close([b], [r], f"rank {rank}: slot {k} of its own variable {variable}, {when}")
             else:
-                assert not np.any(b), f"rank {rank} updated slot {k} of rank {owners[variable]}'s"
-        _close(got["after"], ref["after"], f"rank {rank} slots after the save")
-        _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
+                assert np.size(b) == 0, (f"rank {rank} holds slot {k} of rank "
+                                         f"{owners[variable]}'s variable {when} the save")
 
 
 def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
@@ -162,7 +173,7 @@ def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
         assert (got["iterations"], got["scale"]) == (ref["iterations"], ref["scale"]), rank
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         _close(got["weights"], ref["weights"], f"rank {rank} weights")
-        _close(got["after"], ref["after"], f"rank {rank} slots after the save")
+        _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
 
 
 @pytest.mark.parametrize("eager,variant", [(False, {"CLIP": "global"}), (True, {"LOSS_SCALE": "1"})])
@@ -181,7 +192,8 @@ def test_a_rank_that_owns_nothing_still_takes_part(eager, variant, tmp_path):
         assert (got["iterations"], got["scale"]) == (ref["iterations"], ref["scale"]) == (6, ref["scale"])
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         _close(got["weights"], ref["weights"], f"rank {rank} weights")
-        _close(got["after"], ref["after"], f"rank {rank} slots after the save")
+        _held_as_owned(got, ref, rank)
+        _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
 
 
 def test_gradient_accumulation_runs_the_full_update_and_says_why(tmp_path):
@@ -199,3 +211,92 @@ def test_gradient_accumulation_runs_the_full_update_and_says_why(tmp_path):
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         _close(got["before"], ref["after"], f"rank {rank} slots before the save")
         assert got["owners"] == []
+
+
+# What the fit scripts below share: this rank, and 256 samples of a linear target.
+FIT_DATA = """
+import json, os, sys
+import numpy as np, keras
+out = sys.argv[1]
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+keras.utils.set_random_seed(3)
+rng = np.random.default_rng(1)
+x = rng.normal(size=(256, 6)).astype("float32")
+y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
+"""
+
+FIT_SCRIPT = FIT_DATA + """
+model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
+                          keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
+model.compile(keras.optimizers.Adam(0.01), "mse")
+opt = model.optimizer
+sizes = []  # elements each slot holds here, read during training
+
+class Sizes(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 2:
+            sizes.append([int(np.size(v)) for v in opt.variables[2:]])
+
+def slots():
+    return [np.asarray(v).tolist() for v in opt.variables[2:]]
+save = keras.callbacks.ModelCheckpoint(os.path.join(out, "epoch-{epoch}.keras"))
+model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0, callbacks=[Sizes(), save])
+after_first = slots()
+model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0, callbacks=[Sizes()])
+owners = []
+if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
+    from tfmpi.transparent import sharded_update
+    owners = list(sharded_update._owners.get(opt) or [])
+saved = keras.saving.load_model(os.path.join(out, "epoch-1.keras")).optimizer
+json.dump({"sizes": sizes, "full": [int(np.prod(v.shape)) for v in opt.variables[2:]],
+           "owners": owners, "after_first": after_first, "after_second": slots(),
+           "weights": [w.tolist() for w in model.get_weights()],
+           "saved": [np.asarray(v).tolist() for v in saved.variables[2:]]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_fit_holds_only_owned_slots_while_training_and_leaves_the_whole_state(tmp_path):
+    # Note [Owned state]: during each fit a rank holds the slots of the
+    # variables it owns and no elements of the others'; the checkpoint written
+    # mid-fit and the state each fit leaves are the 1-process run's.
+    args = [sys.executable, "-c", FIT_SCRIPT]
+    _run(args, tmp_path / "one", {})
+    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
+    assert "runs in full" not in r.stdout, r.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    assert len(ref["sizes"]) == 3 and all(s == ref["full"] for s in ref["sizes"]), ref["sizes"]
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        owners = got["owners"]
+        assert len(owners) == 6 and set(owners) == {0, 1}, owners
+        held = [n if owners[k // 2] == rank else 0 for k, n in enumerate(ref["full"])]
+        assert got["sizes"] == [held] * 3, f"rank {rank}: {got['sizes']}, owners {owners}"
+        assert sum(held) < sum(ref["full"]), held
+        for what in ("after_first", "after_second", "saved", "weights"):
+            _close(got[what], ref[what], f"rank {rank} {what}")
+
+
+ADAFACTOR_SCRIPT = FIT_DATA + """
+model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, activation="relu"),
+                          keras.layers.Dense(3)])
+model.compile(keras.optimizers.Adafactor(0.05), "mse")
+model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+json.dump({"weights": [w.tolist() for w in model.get_weights()],
+           "state": [np.asarray(v).tolist() for v in model.optimizer.variables]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_an_optimizer_with_state_not_made_per_variable_updates_in_full(tmp_path):
+    # Adafactor's factored moments have no owner: the whole update runs on every
+    # rank, said once, with every slot kept on every rank (Note [Owned state]).
+    args = [sys.executable, "-c", ADAFACTOR_SCRIPT]
+    _run(args, tmp_path / "one", {})
+    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
+    assert r.stdout.count("Adafactor keeps state that is not made per variable") == 1, r.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        _close(got["state"], ref["state"], f"rank {rank} optimizer state")

@@ -94,8 +94,13 @@ def share_outcome(what, run):
         return run() if state.rank == 0 else None
     from tfmpi.transparent import sharded_update
 
-    if sharded_update.enabled():  # the optimizer state written is the 1-process one
-        sharded_update.sync_state()
+    if not sharded_update.enabled():
+        return _shared_outcome(what, run)
+    with sharded_update.whole_state():  # the optimizer state written is the 1-process one
+        return _shared_outcome(what, run)
+
+
+def _shared_outcome(what, run):
     result, error = None, None
     if state.rank == 0:
         with section():

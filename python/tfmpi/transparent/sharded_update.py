@@ -19,11 +19,8 @@ each rank computes about 1/N of the update. The iteration counter advances on
 every rank (a rank that owns nothing counts the step itself, as Keras' apply
 returns early without gradients).
 
-Optimizer state: the slots (momenta, accumulators) exist on every rank, as
-they are made when the optimizer is built, but only the owner's are kept up to
-date. Every slot is brought from its owner before anything is written (Note
-[Rank-0 sections], rank0.py) and when fit returns, so saved files and the
-state fit leaves are the 1-process run's. Memory is not saved.
+Optimizer state: only the owner keeps a variable's slots (momenta,
+accumulators) while sharded steps run; Note [Owned state].
 
 With global_clipnorm, the norm is of every gradient: each rank sums the
 squares of the gradients it owns, one scalar allreduce adds those up, and
@@ -49,6 +46,7 @@ that can't be sharded (sparse gradients, say) stops with an error naming
 TFMPI_SHARDED_UPDATE=0. tf_keras optimizers are not sharded.
 """
 
+import contextlib
 import sys
 import weakref
 
@@ -61,6 +59,24 @@ _owners = weakref.WeakKeyDictionary()  # optimizer -> owner rank per built varia
 _slots = weakref.WeakKeyDictionary()   # optimizer -> [(variable, slot)] from add_variable_from_reference
 _sharded = []                          # optimizers that took a sharded step, in order (every rank alike)
 _told = set()
+
+
+# Note [Owned state]
+# At an optimizer's first sharded update each rank empties the slots of the
+# variables other ranks own: the Keras variable keeps its shape and dtype, but
+# its storage becomes a tf.Variable of no fixed shape (made once per slot, in
+# place of the one Keras made, so the memory is freed) holding no elements. The
+# step never reads those slots. (A tf.function traced before that update that
+# reads them keeps the storage Keras made alive.) Before a write (Note [Rank-0
+# sections], rank0.py) every rank fills them (zeros, then the owner's values,
+# one broadcast) and empties again after it the slots that were empty before,
+# so saved files hold the 1-process run's state. When fit returns (not when it
+# raises) they are filled and stay so (the state fit leaves is the 1-process
+# run's); the next fit empties them at its start. A restore or an assign (a
+# load, BackupAndRestore's restore) fills the slots it writes, which stay
+# filled until the next write or fit. So while steps run, a rank's optimizer
+# state is about 1/N of the whole, and optimizer.variables read then gives
+# empty arrays for slots of variables other ranks own.
 
 
 def enabled():
@@ -133,15 +149,19 @@ def _owner_of(opt):
 
 
 def _build(opt, variables):
-    """Builds `opt` on all of `variables` (as its apply would), so that every
-    rank has every slot, whichever it owns."""
+    """Builds `opt` on all of `variables` (as its apply would), every slot on
+    every rank. Eagerly also while a step is traced: variables made inside a
+    tf.function stay referenced by it, so emptying a slot would not free its
+    memory (Note [Owned state])."""
     if opt.built:
         return
     from keras.src import backend
 
-    with backend.name_scope(opt.name, caller=opt):
+    with tf.init_scope(), backend.name_scope(opt.name, caller=opt):
         opt.build(variables)
     opt.built = True
+
+
 
 
 def _counter(opt):
@@ -169,7 +189,7 @@ def apply(opt, original, grads, variables, weight, reducing):
     this optimizer's updates are not sharded (the caller then runs the full
     update); once an optimizer took a sharded step, every later step is
     sharded too, or refused: a full update would read the slots other ranks
-    own, which are not current here."""
+    own, which are empty or stale here."""
     sharded = any(o is opt for o in _sharded)
     reason = _why_not(opt, grads, variables)
     if reason is None and not sharded:
@@ -187,6 +207,7 @@ def apply(opt, original, grads, variables, weight, reducing):
     owner = _owner_of(opt)
     if not sharded:
         _sharded.append(opt)
+        _empty_all(_others(opt))
     roots = [owner(v) for v in variables]
     reduced = collectives.reduce_to_owners(grads, weight, roots)
     mine = [(g, v) for g, v, r in zip(reduced, variables, roots)
@@ -283,19 +304,73 @@ def record_slot(opt, variable, slot):
     _slots.setdefault(opt, []).append((variable, slot))
 
 
+def _others(opt):
+    """The slots of `opt` whose variables other ranks own."""
+    owner = _owner_of(opt)
+    return [slot for v, slot in _slots.get(_updating(opt), ()) if owner(v) != state.rank]
+
+
+def _empty_all(slots):
+    """Frees the storage of `slots` (Note [Owned state]); eager, also while a
+    step is traced."""
+    with tf.init_scope():
+        for slot in slots:
+            if not getattr(slot, "_tfmpi_loose", False):
+                slot._value = tf.Variable(tf.zeros([0], slot._value.dtype),
+                                          shape=tf.TensorShape(None), trainable=False,
+                                          name=slot.name)
+                slot._tfmpi_loose = True
+            else:
+                slot._value.assign(tf.zeros([0], slot._value.dtype))
+            slot._tfmpi_empty = True
+
+
+def _fill(slot):
+    """Gives an emptied slot storage of its shape again (zeros)."""
+    if getattr(slot, "_tfmpi_empty", False):
+        slot._value.assign(tf.zeros(slot.shape, slot._value.dtype))
+        slot._tfmpi_empty = False
+
+
+def empty_others():
+    """Empties, on every sharded optimizer, the slots other ranks own (as its
+    first sharded update did); at the start of fit."""
+    for opt in _sharded:
+        _empty_all(_others(opt))
+
+
 def sync_state():
     """Every slot of every sharded optimizer from its variable's owner (Note
-    [Sharded update]). Eager, on every rank at the same point."""
+    [Owned state]); emptied slots are filled first. Eager, on every rank at
+    the same point. Returns the slots that were empty."""
+    emptied = []
     for opt in _sharded:
         owner = _owner_of(opt)
         pairs = [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ())]
+        for slot, r in pairs:
+            if r != state.rank and getattr(slot, "_tfmpi_empty", False):
+                emptied.append(slot)
+                _fill(slot)
         if pairs:
             collectives.broadcast_from_owners([s for s, _ in pairs], [r for _, r in pairs],
                                               role="owned_state")
+    return emptied
+
+
+@contextlib.contextmanager
+def whole_state():
+    """Every rank holds every slot, current, inside; the slots that were empty
+    are emptied again on the way out (a write, Note [Owned state])."""
+    emptied = sync_state()
+    try:
+        yield
+    finally:
+        _empty_all(emptied)
 
 
 def install():
-    """Records optimizer slots; brings them from their owners when fit returns."""
+    """Records optimizer slots; empties other ranks' slots when fit starts and
+    brings them from their owners when fit returns (Note [Owned state])."""
     import functools
 
     if not enabled():
@@ -321,6 +396,8 @@ def install():
 
     @functools.wraps(original_fit)
     def fit(self, *args, **kwargs):
+        if enabled():
+            empty_others()
         history = original_fit(self, *args, **kwargs)
         if enabled():
             sync_state()
