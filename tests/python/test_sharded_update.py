@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from mpirun_util import run
+from mpirun_util import mpirun_command, run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
@@ -300,3 +300,58 @@ def test_an_optimizer_with_state_not_made_per_variable_updates_in_full(tmp_path)
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
         _close(got["weights"], ref["weights"], f"rank {rank} weights")
         _close(got["state"], ref["state"], f"rank {rank} optimizer state")
+
+
+IN_PLACE = r"""
+import json, os, sys
+import numpy as np, tensorflow as tf, tfmpi
+from tfmpi.tensorflow import ops
+tfmpi.init()
+rank, size = tfmpi.rank(), tfmpi.size()
+# small ones (fused), one above the engine's direct threshold, and other dtypes
+specs = [((3, 4), "float32"), ((400000,), "float32"), ((5,), "float64"), ((2,), "int32"),
+         ((0,), "float32")]
+vs = [tf.Variable(np.full(shape, rank + 10 * i, dtype)) for i, (shape, dtype) in enumerate(specs)]
+roots = [i % size for i in range(len(vs))]
+before = vs[0].read_value()  # shares the variable's buffer: must keep its contents
+ops.owners_broadcast_variables(vs, roots, names=[f"obv/{i}" for i in range(len(vs))])
+eager = [sorted(set(np.ravel(v.numpy()).tolist())) for v in vs]
+
+@tf.function
+def step():
+    for v in vs:
+        v.assign_add(tf.ones_like(v))  # ordered before the broadcast by the resource inputs
+    ops.owners_broadcast_variables(vs, roots, names=[f"obv2/{i}" for i in range(len(vs))])
+    return [tf.reduce_max(v) if v.shape[0] else tf.constant(0, v.dtype) for v in vs]
+traced = [float(x) for x in step()]
+refused = []
+for bad in ([vs[0], vs[0]], [vs[2], tf.Variable(["text"])]):
+    try:
+        ops.owners_broadcast_variables(bad, [0, 0], names=["bad/0", "bad/1"])
+    except tf.errors.InvalidArgumentError as e:
+        refused.append(e.message)
+json.dump({"eager": eager, "traced": traced, "before": sorted(set(np.ravel(before).tolist())),
+           "refused": refused, "after_refused": sorted(set(np.ravel(vs[2].numpy()).tolist()))},
+          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
+"""
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_owners_broadcast_writes_into_the_variables(np_, tmp_path):
+    # The op the sharded update sends new values with: each variable gets its
+    # owner's value in place, a value read before keeps its contents, inside a
+    # tf.function it follows the update of the same variables, and the same
+    # variable twice or a dtype the engine does not move is refused on every
+    # rank (no hang) before any variable is written.
+    r = run(mpirun_command(np_) + [sys.executable, "-c", IN_PLACE, str(tmp_path)], 120)
+    assert r.returncode == 0, r.stdout
+    for rank in range(np_):
+        got = json.load(open(tmp_path / f"rank-{rank}.json"))
+        roots = [i % np_ for i in range(5)]
+        assert got["eager"] == [[roots[i] + 10 * i] for i in range(4)] + [[]], (rank, got)
+        assert got["traced"] == [roots[i] + 10 * i + 1 for i in range(4)] + [0], (rank, got)
+        assert got["before"] == [rank], (rank, got)
+        assert len(got["refused"]) == 2, (rank, got)
+        assert "bad/0 and bad/1 are the same variable" in got["refused"][0], (rank, got)
+        assert "bad/1 is of string, a dtype tfmpi does not move" in got["refused"][1], (rank, got)
+        assert got["after_refused"] == [roots[2] + 20 + 1], (rank, got)

@@ -15,5 +15,6 @@ from tfmpi.tensorflow.ops import (  # noqa: F401
     grouped_broadcast,
     grouped_reduce,
     owners_broadcast,
+    owners_broadcast_variables,
     world,
 )

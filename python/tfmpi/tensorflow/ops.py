@@ -21,7 +21,9 @@ _lib = tf.load_op_library(_LIB_PATH)
 # (Note [Negotiation protocol]), so allreduces (and reduces to owners) need
 # no order: they are listed with TensorFlow's order-insensitive ops, which
 # still always run but only wait for their inputs. Broadcasts and allgathers
-# keep program order.
+# keep program order. An op on variables (owners_broadcast_variables) is
+# ordered by its resource inputs only, after and before the ops that use the
+# same variables, as any op writing a variable is.
 ORDER_FREE_OPS = frozenset({"TfmpiAllreduce", "TfmpiGroupedAllreduce", "TfmpiGroupedReduce"})
 
 
@@ -104,6 +106,18 @@ def owners_broadcast(tensors, roots, names=None):
         return []
     roots = _check_roots("owners_broadcast", tensors, roots, names)
     return _lib.tfmpi_owners_broadcast(tensors, root_ranks=roots, tensor_names=list(names))
+
+
+def owners_broadcast_variables(variables, roots, names=None):
+    """Every rank's variable i gets its value on rank roots[i], received
+    straight into the variable (one op, no output; the engine runs it as
+    owners_broadcast does, in place)."""
+    variables = list(variables)
+    if not variables:
+        return None
+    roots = _check_roots("owners_broadcast_variables", variables, roots, names)
+    return _lib.tfmpi_owners_broadcast_variables([v.handle for v in variables], root_ranks=roots,
+                                                 tensor_names=list(names))
 
 
 def allgather(tensor, name=None):

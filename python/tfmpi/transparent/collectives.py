@@ -166,16 +166,14 @@ def reduce_to_owners(grads, weight, roots):
 
 
 def broadcast_from_owners(variables, roots, role="owned_update"):
-    """Assign to every variable its value on rank roots[i] (one grouped op;
-    inside a tf.function the assignments run as the function's stateful ops)."""
+    """Every variable gets its value on rank roots[i], received in place (one
+    grouped op on the variables themselves: no copy of the values is made and
+    assigned after; inside a tf.function it is ordered after the ops that
+    update them and before those that read them, by its resource inputs)."""
     variables = list(variables)
-    if not variables:
-        return
-    values = [tf.convert_to_tensor(v) for v in variables]
-    received = tops.owners_broadcast(values, roots, names=naming.names(role, len(values)))
-    for v, r, root in zip(variables, received, roots):
-        if root != state.rank:
-            v.assign(r)
+    if variables:
+        tops.owners_broadcast_variables(variables, roots,
+                                        names=naming.names(role, len(variables)))
 
 
 def allreduce_sum(tensors, role):

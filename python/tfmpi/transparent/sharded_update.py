@@ -13,7 +13,8 @@ fewest bytes so far): the same on every rank, and it never changes. A step:
   global gradients, so per-variable clipping, weight decay, constraints and the
   update are the 1-process ones;
 - every variable's new value comes from its owner, one grouped broadcast that
-  the engine runs as allgathers.
+  the engine runs as allgathers, received straight into the variables
+  (TfmpiOwnersBroadcastVariables: no copy of the values made and assigned).
 That moves the bytes of one allreduce (a reduce-scatter and an allgather), and
 each rank computes about 1/N of the update. The iteration counter advances on
 every rank (a rank that owns nothing counts the step itself, as Keras' apply

@@ -32,7 +32,6 @@
 // machine and keeps the stock update when they do not.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -43,6 +42,7 @@
 #include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/platform/threadpool.h"
+#include "tfmpi/bindings/tensorflow/variables.h"
 
 namespace tfmpi::tf {
 namespace {
@@ -83,45 +83,33 @@ REGISTER_OP("TfmpiApplyMomentum")
     .SetShapeFn(NoOutputs)
     .Doc("Keras 3's SGD update with momentum of var and its slot m, in one pass (Note [Fused updates]).");
 
-// Makes `var`'s buffer this op's alone before it is written in place, as
-// TensorFlow's own update kernels do: a tensor still read elsewhere, or a
-// variable in copy-on-read mode, is copied first. Requires var's lock.
-absl::Status MakeExclusive(OpKernelContext* ctx, Var* var) {
-  Tensor* t = var->tensor();
-  if (!var->copy_on_read_mode.load() && t->RefCountIsOne()) return absl::OkStatus();
-  Tensor copy;
-  ::tensorflow::AllocatorAttributes attr;  // CPU only: no GPU or NIC attributes needed
-  TF_RETURN_IF_ERROR(ctx->allocate_temp(t->dtype(), t->shape(), &copy, attr));
-  std::memcpy(const_cast<char*>(copy.tensor_data().data()), t->tensor_data().data(),
-              t->TotalBytes());
-  *t = copy;
-  return absl::OkStatus();
-}
-
 // Runs `update` over the variables of resource inputs 0..names.size()-1 (the
 // variable, then its slots), each of the gradient's (input `grad`) dtype and
 // shape and distinct, under their locks taken in address order (as
 // TensorFlow's update kernels do, so that two updates sharing a variable
 // cannot deadlock), after every scalar input from `first_scalar` on was
 // checked and read into `scalars`. `update` gets the variables' data and the
-// element range; it runs split over the intra-op threads.
+// element range; it runs split over the intra-op threads. A failed check
+// returns its error before any variable is written.
 template <typename T>
-void UpdateInPlace(OpKernelContext* ctx, const char* op, const std::vector<const char*>& names,
-                   int grad, int first_scalar, std::vector<T>* scalars,
-                   const std::function<void(T* const*, const T*, int64_t, int64_t)>& update,
-                   int64_t cost_per_element) {
+absl::Status UpdateInPlace(OpKernelContext* ctx, const char* op,
+                           const std::vector<const char*>& names, int grad, int first_scalar,
+                           std::vector<T>* scalars,
+                           const std::function<void(T* const*, const T*, int64_t, int64_t)>& update,
+                           int64_t cost_per_element) {
   const int n = static_cast<int>(names.size());
   std::vector<::tensorflow::core::RefCountPtr<Var>> vars(n);
   for (int i = 0; i < n; ++i) {
-    OP_REQUIRES_OK(ctx, ::tensorflow::LookupResource(
-                            ctx, ::tensorflow::HandleFromInput(ctx, i), &vars[i]));
+    TF_RETURN_IF_ERROR(
+        ::tensorflow::LookupResource(ctx, ::tensorflow::HandleFromInput(ctx, i), &vars[i]));
   }
   std::vector<::tensorflow::mutex*> mus;
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < i; ++j) {
-      OP_REQUIRES(ctx, vars[i].get() != vars[j].get(),
-                  absl::InvalidArgumentError(absl::StrCat(op, ": ", names[j], " and ", names[i],
-                                                          " must be distinct variables")));
+      if (vars[i].get() == vars[j].get()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(op, ": ", names[j], " and ", names[i], " must be distinct variables"));
+      }
     }
     mus.push_back(vars[i]->mu());
   }
@@ -132,21 +120,24 @@ void UpdateInPlace(OpKernelContext* ctx, const char* op, const std::vector<const
   const Tensor& g = ctx->input(grad);
   for (int i = 0; i < n; ++i) {
     const Tensor& t = *vars[i]->tensor();
-    OP_REQUIRES(ctx, vars[i]->is_initialized && t.IsInitialized(),
-                absl::FailedPreconditionError(absl::StrCat(op, ": ", names[i], " is not initialized")));
-    OP_REQUIRES(ctx, t.dtype() == g.dtype() && t.shape() == g.shape(),
-                absl::InvalidArgumentError(absl::StrCat(op, ": ", names[i], " is ", t.DebugString(),
-                                                        " but the gradient is ", g.DebugString())));
+    if (!vars[i]->is_initialized || !t.IsInitialized()) {
+      return absl::FailedPreconditionError(absl::StrCat(op, ": ", names[i], " is not initialized"));
+    }
+    if (t.dtype() != g.dtype() || t.shape() != g.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": ", names[i], " is ", t.DebugString(),
+                                                     " but the gradient is ", g.DebugString()));
+    }
   }
   scalars->clear();
   for (int i = first_scalar; i < ctx->num_inputs(); ++i) {
     const Tensor& s = ctx->input(i);
-    OP_REQUIRES(ctx, ::tensorflow::TensorShapeUtils::IsScalar(s.shape()),
-                absl::InvalidArgumentError(absl::StrCat(op, ": input ", i, " must be a scalar, got ",
-                                                        s.shape().DebugString())));
+    if (!::tensorflow::TensorShapeUtils::IsScalar(s.shape())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": input ", i, " must be a scalar, got ", s.shape().DebugString()));
+    }
     scalars->push_back(s.scalar<T>()());
   }
-  for (auto& var : vars) OP_REQUIRES_OK(ctx, MakeExclusive(ctx, var.get()));
+  for (auto& var : vars) TF_RETURN_IF_ERROR(MakeExclusive(ctx, var.get()));
 
   std::vector<T*> data;
   for (auto& var : vars) data.push_back(var->tensor()->flat<T>().data());
@@ -155,6 +146,7 @@ void UpdateInPlace(OpKernelContext* ctx, const char* op, const std::vector<const
   auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
   workers->ParallelFor(g.NumElements(), cost_per_element,
                        [&](int64_t begin, int64_t end) { update(d, gd, begin, end); });
+  return absl::OkStatus();
 }
 
 template <typename T>
@@ -180,8 +172,8 @@ class ApplyAdamOp : public OpKernel {
     };
     // Seven values of T move per element; the division and square root add
     // about as much again.
-    UpdateInPlace<T>(ctx, "TfmpiApplyAdam", {"var", "m", "v"}, 3, 4, &s, update,
-                     7 * static_cast<int64_t>(sizeof(T)) + 20);
+    OP_REQUIRES_OK(ctx, UpdateInPlace<T>(ctx, "TfmpiApplyAdam", {"var", "m", "v"}, 3, 4, &s,
+                                         update, 7 * static_cast<int64_t>(sizeof(T)) + 20));
   }
 };
 
@@ -206,8 +198,8 @@ class ApplyMomentumOp : public OpKernel {
         var[i] = nesterov ? var[i] + (mi * momentum - step) : var[i] + mi;
       }
     };
-    UpdateInPlace<T>(ctx, "TfmpiApplyMomentum", {"var", "m"}, 2, 3, &s, update,
-                     5 * static_cast<int64_t>(sizeof(T)) + 4);
+    OP_REQUIRES_OK(ctx, UpdateInPlace<T>(ctx, "TfmpiApplyMomentum", {"var", "m"}, 2, 3, &s,
+                                         update, 5 * static_cast<int64_t>(sizeof(T)) + 4));
   }
 
  private:

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/resource_mgr.h"
+#include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tfmpi/bindings/tensorflow/tf_status.h"
+#include "tfmpi/bindings/tensorflow/variables.h"
 #include "tfmpi/runtime/collective_clock.h"
 #include "tfmpi/runtime/global_engine.h"
 
@@ -230,6 +233,95 @@ class AllgatherOp : public AsyncOpKernel {
   std::string name_;
 };
 
+// TfmpiOwnersBroadcastVariables: every rank's variable i gets its value on
+// rank root_ranks[i], received straight into the variable's buffer (the
+// engine runs the requests in place: input and output are that buffer), so no
+// second copy of the values is made and none assigned after. Every variable is
+// checked first (initialized, a dtype the engine moves), so a refused op
+// changes none. Then, one variable at a time under its lock, a receiving
+// rank's variable is made this op's alone (MakeExclusive: a value read before
+// keeps its contents; the new buffer's contents are not kept, the op writes
+// them all); the root's buffer is only read. Locks are not held while the
+// collective runs: the step's ops that use a variable are ordered around this
+// op by its resource inputs, as for any op that writes one. If the collective
+// fails, a receiving variable's contents are undefined (the op fails, and the
+// job with it).
+class OwnersBroadcastVariablesOp : public AsyncOpKernel {
+ public:
+  explicit OwnersBroadcastVariablesOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("tensor_names", &names_));
+    OP_REQUIRES_OK(c, c->GetAttr("root_ranks", &roots_));
+    OP_REQUIRES(c, names_.size() == roots_.size() &&
+                       static_cast<int>(names_.size()) == c->num_inputs(),
+                absl::InvalidArgumentError(
+                    "tensor_names and root_ranks must name every variable"));
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Engine* engine = EngineOrFail(ctx, done);
+    if (!engine) return;
+    const int n = ctx->num_inputs();
+    std::vector<::tensorflow::core::RefCountPtr<::tensorflow::Var>> vars(n);
+    for (int i = 0; i < n; ++i) {
+      OP_REQUIRES_OK_ASYNC(ctx, ::tensorflow::LookupResource(
+                                    ctx, ::tensorflow::HandleFromInput(ctx, i), &vars[i]),
+                           done);
+      for (int j = 0; j < i; ++j)
+        OP_REQUIRES_ASYNC(ctx, vars[i].get() != vars[j].get(),
+                          absl::InvalidArgumentError(absl::StrCat(
+                              "TfmpiOwnersBroadcastVariables: ", names_[j], " and ", names_[i],
+                              " are the same variable")),
+                          done);
+      ::tensorflow::tf_shared_lock lock(*vars[i]->mu());
+      const Tensor& t = *vars[i]->tensor();
+      OP_REQUIRES_ASYNC(ctx, vars[i]->is_initialized && t.IsInitialized(),
+                        absl::FailedPreconditionError(absl::StrCat(
+                            "TfmpiOwnersBroadcastVariables: ", names_[i], " is not initialized")),
+                        done);
+      DataType dtype;
+      OP_REQUIRES_ASYNC(ctx, ToTfmpiDtype(t.dtype(), &dtype),
+                        absl::InvalidArgumentError(absl::StrCat(
+                            "TfmpiOwnersBroadcastVariables: ", names_[i], " is of ",
+                            ::tensorflow::DataTypeString(t.dtype()),
+                            ", a dtype tfmpi does not move")),
+                        done);
+    }
+    // The buffers written, held until the op is done.
+    auto buffers = std::make_shared<std::vector<Tensor>>(n);
+    for (int i = 0; i < n; ++i) {
+      ::tensorflow::mutex_lock lock(*vars[i]->mu());
+      if (roots_[static_cast<std::size_t>(i)] != engine->rank())
+        OP_REQUIRES_OK_ASYNC(ctx, MakeExclusive(ctx, vars[i].get(), /*keep_contents=*/false),
+                             done);
+      (*buffers)[i] = *vars[i]->tensor();
+    }
+    // The buffers are let go before the op completes, so that the variables'
+    // next writers find them unshared.
+    auto countdown = std::make_shared<Countdown>(
+        ctx,
+        [buffers, done = std::move(done)]() {
+          buffers->clear();
+          done();
+        },
+        n);
+    std::vector<Request> reqs;
+    reqs.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      Request req;
+      req.meta.name = names_[static_cast<std::size_t>(i)];
+      req.meta.kind = CollectiveKind::kBroadcast;
+      req.meta.root = roots_[static_cast<std::size_t>(i)];
+      req.output = DataOf((*buffers)[i]);
+      if (Prepare((*buffers)[i], countdown, &req)) reqs.push_back(std::move(req));
+    }
+    SubmitAll(engine, std::move(reqs), countdown);
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<int> roots_;
+};
+
 class WorldOp : public ::tensorflow::OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -252,6 +344,8 @@ REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedAllreduce").Device(::tensorflow::DEVIC
 REGISTER_KERNEL_BUILDER(Name("TfmpiBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiOwnersBroadcast").Device(::tensorflow::DEVICE_CPU), BroadcastOp);
+REGISTER_KERNEL_BUILDER(Name("TfmpiOwnersBroadcastVariables").Device(::tensorflow::DEVICE_CPU),
+                        OwnersBroadcastVariablesOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiGroupedReduce").Device(::tensorflow::DEVICE_CPU), OwnerReduceOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiAllgather").Device(::tensorflow::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("TfmpiWorld").Device(::tensorflow::DEVICE_CPU), WorldOp);

@@ -70,6 +70,15 @@ REGISTER_OP("TfmpiOwnersBroadcast")
     .SetShapeFn(EachInputsShape)
     .Doc("Every rank receives each tensor from its own root, root_ranks[i], as one op.");
 
+REGISTER_OP("TfmpiOwnersBroadcastVariables")
+    .Input("variables: N * resource")
+    .Attr("N: int >= 1")
+    .Attr("root_ranks: list(int)")
+    .Attr("tensor_names: list(string)")
+    .SetIsStateful()
+    .SetShapeFn(::tensorflow::shape_inference::NoOutputs)
+    .Doc("Every rank's variable i gets its value on rank root_ranks[i], received in place.");
+
 REGISTER_OP("TfmpiGroupedReduce")
     .Input("tensors: T")
     .Output("reduced: T")
