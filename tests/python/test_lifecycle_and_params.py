@@ -111,9 +111,14 @@ def test_params_check_covers_transparent_mode_and_misspelt_names():
     refuses a name one slip away from a real one (whose setting would silently not
     apply); a TFMPI_* name near none is only noted."""
     bad = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
-              env={"TFMPI_SHARES": "fastest"})
+              env={"TFMPI_SHARES": "fastest", "TFMPI_THREADS": "many",
+                   "TFMPI_SHARDED_UPDATE": "maybe"})
     assert bad.returncode == 1, bad.stdout
+    # every invalid value at once, not only the first
     assert "invalid value 'fastest' for TFMPI_SHARES: expected adaptive or equal" in bad.stdout
+    assert "invalid value 'many' for TFMPI_THREADS: expected auto or off" in bad.stdout
+    assert ("invalid value 'maybe' for TFMPI_SHARDED_UPDATE: expected 1/0, true/false, yes/no, "
+            "on/off") in bad.stdout
     typo = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
                env={"TFMPI_SHARDED_UPDATES": "1", "TFMPI_UNRELATED_THING": "1"})
     assert typo.returncode == 1, typo.stdout

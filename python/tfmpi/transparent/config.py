@@ -55,70 +55,87 @@ VARIABLES = [
 ]
 
 
-def flag(name, default):
-    """The boolean variable `name` (1/0, true/false, yes/no, on/off), else `default`."""
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off"):
-        return False
-    raise SystemExit(f"tfmpi: invalid value {value!r} for {name}: expected 1/0, true/false, yes/no, on/off")
+_DEFAULTS = {name: default for name, default, _ in VARIABLES}
+
+
+class _Reader:
+    """Reads the variables of VARIABLES (unset: its default there), keeping
+    every invalid value it meets, so that all of them are reported at once."""
+
+    def __init__(self):
+        self.problems = []
+
+    def text(self, name):
+        return os.environ.get(name, _DEFAULTS[name]).strip()
+
+    def bad(self, name, value, expected):
+        self.problems.append(f"tfmpi: invalid value {value!r} for {name}: {expected}")
+
+    def choice(self, name, *choices):
+        value = self.text(name).lower()
+        if value in choices:
+            return value
+        self.bad(name, value, "expected " + " or ".join(choices))
+        return _DEFAULTS[name]
+
+    def whole(self, name, meaning):
+        """A whole number; `meaning` says what it counts (and what 0 does)."""
+        value = self.text(name)
+        if value.isdigit():
+            return int(value)
+        self.bad(name, value, f"expected a whole number of {meaning}")
+        return int(_DEFAULTS[name])
+
+    def flag(self, name):
+        """1/0, true/false, yes/no, on/off."""
+        value = os.environ.get(name, _DEFAULTS[name])
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return v in ("1", "true", "yes", "on")
+        self.bad(name, value, "expected 1/0, true/false, yes/no, on/off")
+        return _DEFAULTS[name] == "1"
+
+    def seed(self):
+        value = os.environ.get("TFMPI_SEED")
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            self.bad("TFMPI_SEED", value, "expected an integer")
+            return None
 
 
 def load():
-    mode = os.environ.get("TFMPI_BATCH_MODE", "global").strip().lower()
-    if mode not in ("global", "per-rank"):
-        raise SystemExit(f"tfmpi: invalid value {mode!r} for TFMPI_BATCH_MODE: expected global or per-rank")
-    seed = os.environ.get("TFMPI_SEED")
-    if seed is not None:
-        try:
-            seed = int(seed)
-        except ValueError:
-            raise SystemExit(f"tfmpi: invalid value {seed!r} for TFMPI_SEED: expected an integer") from None
-    interval = os.environ.get("TFMPI_BATCH_CHECK_INTERVAL", "100").strip()
-    if not interval.isdigit():
-        raise SystemExit(f"tfmpi: invalid value {interval!r} for TFMPI_BATCH_CHECK_INTERVAL: expected "
-                         "a whole number of steps (0 turns the check off)")
-    shares = os.environ.get("TFMPI_SHARES", "adaptive").strip().lower()
-    if shares not in ("adaptive", "equal"):
-        raise SystemExit(f"tfmpi: invalid value {shares!r} for TFMPI_SHARES: expected adaptive or equal")
-    every = os.environ.get("TFMPI_REBALANCE_STEPS", "10").strip()
-    if not every.isdigit():
-        raise SystemExit(f"tfmpi: invalid value {every!r} for TFMPI_REBALANCE_STEPS: expected a whole "
-                         "number of steps (0: keep the first shares)")
-    threads = os.environ.get("TFMPI_THREADS", "auto").strip().lower()
-    if threads not in ("auto", "off"):
-        raise SystemExit(f"tfmpi: invalid value {threads!r} for TFMPI_THREADS: expected auto or off")
-    data = os.environ.get("TFMPI_DATA_SHARDING", "elements").strip().lower()
-    if data not in ("elements", "files"):
-        raise SystemExit(f"tfmpi: invalid value {data!r} for TFMPI_DATA_SHARDING: expected elements "
-                         "or files")
-    if data == "files" and mode == "per-rank":
-        raise SystemExit("tfmpi: TFMPI_DATA_SHARDING=files (--data-sharding files) works with the "
-                         "global batch mode only, not with TFMPI_BATCH_MODE=per-rank")
-    buckets = os.environ.get("TFMPI_GRADIENT_BUCKET_BYTES", "0").strip()
-    if not buckets.isdigit():
-        raise SystemExit(f"tfmpi: invalid value {buckets!r} for TFMPI_GRADIENT_BUCKET_BYTES: expected "
-                         "a whole number of bytes (0: one allreduce for all gradients)")
-    return Options(batch_mode=mode,
-                   all_ranks_output=flag("TFMPI_ALL_RANKS_OUTPUT", False),
-                   sync_batchnorm=flag("TFMPI_SYNC_BATCHNORM", False),
-                   seed=seed,
-                   batch_check_interval=int(interval),
-                   allow_untested_versions=flag("TFMPI_ALLOW_UNTESTED_VERSIONS", False),
-                   shares=shares,
-                   rebalance_steps=int(every),
-                   input_sharding=flag("TFMPI_INPUT_SHARDING", True),
-                   data_sharding=data,
-                   threads=threads,
-                   bind_cores=flag("TFMPI_BIND_CORES", False),
-                   gradient_buckets=int(buckets),
-                   sharded_update=flag("TFMPI_SHARDED_UPDATE", False),
-                   shares_verbose=flag("TFMPI_SHARES_VERBOSE", False),
-                   fused_updates=flag("TFMPI_FUSED_UPDATES", True))
+    """The Options the TFMPI_* variables set; every invalid value is reported
+    (one line each) before transparent mode stops."""
+    read = _Reader()
+    options = Options(
+        batch_mode=read.choice("TFMPI_BATCH_MODE", "global", "per-rank"),
+        all_ranks_output=read.flag("TFMPI_ALL_RANKS_OUTPUT"),
+        sync_batchnorm=read.flag("TFMPI_SYNC_BATCHNORM"),
+        seed=read.seed(),
+        batch_check_interval=read.whole("TFMPI_BATCH_CHECK_INTERVAL",
+                                        "steps (0 turns the check off)"),
+        allow_untested_versions=read.flag("TFMPI_ALLOW_UNTESTED_VERSIONS"),
+        shares=read.choice("TFMPI_SHARES", "adaptive", "equal"),
+        rebalance_steps=read.whole("TFMPI_REBALANCE_STEPS", "steps (0: keep the first shares)"),
+        input_sharding=read.flag("TFMPI_INPUT_SHARDING"),
+        data_sharding=read.choice("TFMPI_DATA_SHARDING", "elements", "files"),
+        threads=read.choice("TFMPI_THREADS", "auto", "off"),
+        bind_cores=read.flag("TFMPI_BIND_CORES"),
+        gradient_buckets=read.whole("TFMPI_GRADIENT_BUCKET_BYTES",
+                                    "bytes (0: one allreduce for all gradients)"),
+        sharded_update=read.flag("TFMPI_SHARDED_UPDATE"),
+        shares_verbose=read.flag("TFMPI_SHARES_VERBOSE"),
+        fused_updates=read.flag("TFMPI_FUSED_UPDATES"))
+    if options.data_sharding == "files" and options.batch_mode == "per-rank":
+        read.problems.append("tfmpi: TFMPI_DATA_SHARDING=files (--data-sharding files) works "
+                             "with the global batch mode only, not with "
+                             "TFMPI_BATCH_MODE=per-rank")
+    if read.problems:
+        raise SystemExit("\n".join(read.problems))
+    return options
 
 
 # Options that shape the collectives a step runs or the math (how a batch is
