@@ -6,7 +6,6 @@ with Keras 3 and with tf_keras (TF_USE_LEGACY_KERAS=1), the script getting
 its Keras as a user's would (`import keras`, or `tf.keras`)."""
 
 import glob
-import os
 import sys
 
 import numpy as np
