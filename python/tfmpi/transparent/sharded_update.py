@@ -76,8 +76,9 @@ _told = set()
 # run's); the next fit empties them at its start. A restore or an assign (a
 # load, BackupAndRestore's restore) fills the slots it writes, which stay
 # filled until the next write or fit. So while steps run, a rank's optimizer
-# state is about 1/N of the whole, and optimizer.variables read then gives
-# empty arrays for slots of variables other ranks own.
+# state is about 1/N of the whole (as evenly as the deal splits the bytes), and
+# optimizer.variables read then gives empty arrays for slots of variables other
+# ranks own.
 
 
 def enabled():

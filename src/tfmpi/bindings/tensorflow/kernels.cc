@@ -237,7 +237,7 @@ class AllgatherOp : public AsyncOpKernel {
 // rank root_ranks[i], received straight into the variable's buffer (the
 // engine runs the requests in place: input and output are that buffer), so no
 // second copy of the values is made and none assigned after. Every variable is
-// checked first (initialized, a dtype the engine moves), so a refused op
+// checked first (initialized, a dtype the engine moves), so a failed check
 // changes none. Then, one variable at a time under its lock, a receiving
 // rank's variable is made this op's alone (MakeExclusive: a value read before
 // keeps its contents; the new buffer's contents are not kept, the op writes
