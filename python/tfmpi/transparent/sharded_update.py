@@ -164,8 +164,6 @@ def _build(opt, variables):
     opt.built = True
 
 
-
-
 def _counter(opt):
     """The updating optimizer's step counter variable (its `iterations` is a
     computed tensor with gradient accumulation)."""
@@ -327,13 +325,6 @@ def _empty_all(slots):
             slot._tfmpi_empty = True
 
 
-def _fill(slot):
-    """Gives an emptied slot storage of its shape again (zeros)."""
-    if getattr(slot, "_tfmpi_empty", False):
-        slot._value.assign(tf.zeros(slot.shape, slot._value.dtype))
-        slot._tfmpi_empty = False
-
-
 def empty_others():
     """Empties, on every sharded optimizer, the slots other ranks own (as its
     first sharded update did); at the start of fit."""
@@ -351,8 +342,9 @@ def sync_state():
         pairs = [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ())]
         for slot, r in pairs:
             if r != state.rank and getattr(slot, "_tfmpi_empty", False):
-                emptied.append(slot)
-                _fill(slot)
+                emptied.append(slot)  # storage of its shape again, for the broadcast
+                slot._value.assign(tf.zeros(slot.shape, slot._value.dtype))
+                slot._tfmpi_empty = False
         if pairs:
             collectives.broadcast_from_owners([s for s, _ in pairs], [r for _, r in pairs],
                                               role="owned_state")
