@@ -33,9 +33,16 @@ _BITCAST = {tf.uint32: tf.int32, tf.uint64: tf.int64, tf.int8: tf.uint8, tf.int1
 
 
 def broadcast_variables(variables, root=0):
-    """Assign rank `root`'s value to every variable in `variables` (one grouped op)."""
-    movable, values = [], []
+    """Assign rank `root`'s value to every variable in `variables`. Resource
+    variables of the dtypes the engine moves receive it in place (one grouped
+    op, no copy held beside the variables: Note [Sharded update]'s
+    TfmpiOwnersBroadcastVariables, every variable's owner `root`); any
+    others through a received copy that is then assigned."""
+    in_place, movable, values = [], [], []
     for v in variables:
+        if tf.as_dtype(v.dtype) in NATIVE and getattr(v, "handle", None) is not None:
+            in_place.append(v)
+            continue
         t = tf.convert_to_tensor(v)
         if t.dtype in NATIVE:
             values.append(t)
@@ -44,16 +51,20 @@ def broadcast_variables(variables, root=0):
         else:
             continue
         movable.append(v)
-    if not values:
-        return tf.no_op()
-    received = tops.grouped_broadcast(values, root=root, names=naming.names("bcast", len(values)))
-    assigns = []
-    for v, r in zip(movable, received):
-        dtype = tf.as_dtype(v.dtype)
-        if r.dtype != dtype:
-            r = tf.bitcast(r, dtype)
-        assigns.append(v.assign(r))
-    return tf.group(*[a for a in assigns if a is not None]) if assigns else tf.no_op()
+    done = []
+    if in_place:
+        done.append(tops.owners_broadcast_variables(in_place, [root] * len(in_place),
+                                                    names=naming.names("bcast_in_place",
+                                                                       len(in_place))))
+    if values:
+        received = tops.grouped_broadcast(values, root=root, names=naming.names("bcast", len(values)))
+        for v, r in zip(movable, received):
+            dtype = tf.as_dtype(v.dtype)
+            if r.dtype != dtype:
+                r = tf.bitcast(r, dtype)
+            done.append(v.assign(r))
+    done = [d for d in done if d is not None]
+    return tf.group(*done) if done else tf.no_op()
 
 
 class Riders:
