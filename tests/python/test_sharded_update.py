@@ -226,16 +226,29 @@ y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
 """
 
 FIT_SCRIPT = FIT_DATA + """
+import tensorflow as tf
 model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
                           keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
 model.compile(keras.optimizers.Adam(0.01), "mse")
 opt = model.optimizer
 sizes = []  # elements each slot holds here, read during training
+made, at_build = [], []  # slots as the optimizer makes them; elements all of them hold then
+make = type(opt).add_variable_from_reference
+
+def add_variable_from_reference(*args, **kwargs):
+    made.append(make(opt, *args, **kwargs))
+    with tf.init_scope():  # the first step, traced, builds the optimizer
+        at_build.append(sum(int(np.size(v.numpy())) for v in made))
+    return made[-1]
+opt.add_variable_from_reference = add_variable_from_reference
+
+def held():
+    return [int(np.size(v)) for v in opt.variables[2:]]
 
 class Sizes(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if batch == 2:
-            sizes.append([int(np.size(v)) for v in opt.variables[2:]])
+            sizes.append(held())
 
 def slots():
     return [np.asarray(v).tolist() for v in opt.variables[2:]]
@@ -249,6 +262,7 @@ if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
     owners = list(sharded_update._owners.get(opt) or [])
 saved = keras.saving.load_model(os.path.join(out, "epoch-1.keras")).optimizer
 json.dump({"sizes": sizes, "full": [int(np.prod(v.shape)) for v in opt.variables[2:]],
+           "at_build": at_build,
            "owners": owners, "after_first": after_first, "after_second": slots(),
            "weights": [w.tolist() for w in model.get_weights()],
            "saved": [np.asarray(v).tolist() for v in saved.variables[2:]]},
@@ -258,8 +272,10 @@ json.dump({"sizes": sizes, "full": [int(np.prod(v.shape)) for v in opt.variables
 
 def test_fit_holds_only_owned_slots_while_training_and_leaves_the_whole_state(tmp_path):
     # Note [Owned state]: during each fit a rank holds the slots of the
-    # variables it owns and no elements of the others'; the checkpoint written
-    # mid-fit and the state each fit leaves are the 1-process run's.
+    # variables it owns and no elements of the others', from the optimizer's
+    # build on (each slot emptied as it is made: the whole state never exists
+    # on a rank); the checkpoint written mid-fit and the state each fit leaves
+    # are the 1-process run's.
     args = [sys.executable, "-c", FIT_SCRIPT]
     _run(args, tmp_path / "one", {})
     r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
@@ -272,6 +288,8 @@ def test_fit_holds_only_owned_slots_while_training_and_leaves_the_whole_state(tm
         assert len(owners) == 6 and set(owners) == {0, 1}, owners
         held = [n if owners[k // 2] == rank else 0 for k, n in enumerate(ref["full"])]
         assert got["sizes"] == [held] * 3, f"rank {rank}: {got['sizes']}, owners {owners}"
+        assert len(got["at_build"]) == len(held), got["at_build"]
+        assert got["at_build"] == list(np.cumsum(held)), f"rank {rank}: {got['at_build']}, {held}"
         assert sum(held) < sum(ref["full"]), held
         for what in ("after_first", "after_second", "saved", "weights"):
             _close(got[what], ref[what], f"rank {rank} {what}")
@@ -295,6 +313,61 @@ def test_an_optimizer_with_state_not_made_per_variable_updates_in_full(tmp_path)
     _run(args, tmp_path / "one", {})
     r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
     assert r.stdout.count("Adafactor keeps state that is not made per variable") == 1, r.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        _close(got["state"], ref["state"], f"rank {rank} optimizer state")
+
+
+REFILL_SCRIPT = FIT_DATA + """
+import tensorflow as tf
+
+class Scaled(keras.optimizers.Optimizer):
+    # Adagrad-like accumulators that start at 0.7 (made per variable), and a
+    # step count of its own (state with no owner: the update runs in full)
+    def build(self, variables):
+        super().build(variables)
+        self.acc = [self.add_variable_from_reference(v, "acc", initializer=keras.initializers.Constant(0.7))
+                    for v in variables]
+        self.count = self.add_variable((), initializer="zeros", name="count")
+
+    def update_step(self, gradient, variable, learning_rate):
+        acc = self.acc[self._get_variable_index(variable)]
+        acc.assign_add(gradient * gradient)
+        variable.assign_sub(learning_rate * gradient / tf.sqrt(acc))
+        self.count.assign_add(1.0)
+
+if os.environ.get("SPARSE"):  # an embedding: sparse gradients, Keras' Adagrad
+    x = rng.integers(0, 40, size=(256, 3))
+    model = keras.Sequential([keras.Input((3,), dtype="int32"), keras.layers.Embedding(40, 4),
+                              keras.layers.Flatten(), keras.layers.Dense(3)])
+    opt = keras.optimizers.Adagrad(0.1, initial_accumulator_value=0.7)
+else:
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(3)])
+    opt = Scaled(0.05)
+model.compile(opt, "mse")
+model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+json.dump({"weights": [w.tolist() for w in model.get_weights()],
+           "state": [np.asarray(v).tolist() for v in model.optimizer.variables]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_slots_start_from_their_initializers_when_the_update_runs_in_full(sparse, tmp_path):
+    # Dense: the first update builds the optimizer, emptying the slots other
+    # ranks own; its own step count has no owner, so those slots get their
+    # initial values back (0.7, not 0) and the whole update runs on every
+    # rank. Sparse: the update is not sharded from the start, no slot is
+    # emptied. Either way every rank ends as one process does.
+    args = [sys.executable, "-c", REFILL_SCRIPT]
+    env = {"SPARSE": "1"} if sparse else {}
+    _run(args, tmp_path / "one", env)
+    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    why = "sparse gradients (IndexedSlices)" if sparse else "Scaled keeps state that is not made"
+    assert r.stdout.count(why) == 1, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     for rank in range(2):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))

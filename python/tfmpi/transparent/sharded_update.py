@@ -63,12 +63,20 @@ _told = set()
 
 
 # Note [Owned state]
-# At an optimizer's first sharded update each rank empties the slots of the
-# variables other ranks own: the Keras variable keeps its shape and dtype, but
-# its storage becomes a tf.Variable of no fixed shape (made once per slot, in
-# place of the one Keras made, so the memory is freed) holding no elements. The
-# step never reads those slots. (A tf.function traced before that update that
-# reads them keeps the storage Keras made alive.) Before a write (Note [Rank-0
+# Each rank empties the slots of the variables other ranks own as the
+# optimizer makes them, where a sharded update builds it (its first update,
+# within fit's first step or a custom loop's): the Keras variable keeps its
+# shape and dtype, but its storage becomes a tf.Variable of no fixed shape
+# (made once per slot, in place of the one Keras made, so the memory is freed)
+# holding no elements. So the whole state never exists on one rank, not even
+# in the first step. An optimizer built before (by hand, or by a load) keeps
+# every slot until its first sharded update empties them. Where the update
+# can't be sharded after all (state not made per variable, found once built),
+# the slots its build emptied get their initial values back (made by their
+# initializers, as Keras made them) before the full update runs.
+# Once updates are sharded, the step never reads those slots. (A tf.function
+# traced before the first sharded update that reads them keeps their storage
+# alive.) Before a write (Note [Rank-0
 # sections], rank0.py) every rank fills them (zeros, then the owner's values,
 # one broadcast) and empties again after it the slots that were empty before,
 # so saved files hold the 1-process run's state. When fit returns (not when it
@@ -159,8 +167,12 @@ def _build(opt, variables):
         return
     from keras.src import backend
 
-    with tf.init_scope(), backend.name_scope(opt.name, caller=opt):
-        opt.build(variables)
+    _updating(opt)._tfmpi_shard_at_build = True  # record_slot empties the slots others own
+    try:
+        with tf.init_scope(), backend.name_scope(opt.name, caller=opt):
+            opt.build(variables)
+    finally:
+        _updating(opt)._tfmpi_shard_at_build = False
     opt.built = True
 
 
@@ -202,6 +214,7 @@ def apply(opt, original, grads, variables, weight, reducing):
             raise ValueError(
                 f"tfmpi: this optimizer's updates are sharded (TFMPI_SHARDED_UPDATE=1), but this "
                 f"update can't be: {reason}. Set TFMPI_SHARDED_UPDATE=0")
+        _refill(_updating(opt))  # the slots its build emptied (_build)
         tell(reason)
         return False
     owner = _owner_of(opt)
@@ -300,8 +313,46 @@ class _attributes_off:
             setattr(self.opt, n, value)
 
 
-def record_slot(opt, variable, slot):
+def record_slot(opt, variable, slot, initializer):
+    """Records `slot` of `opt` for `variable`. While a sharded update builds
+    the optimizer (_build), empties the slot where another rank owns the
+    variable (Note [Owned state]); not elsewhere (the fused update's check
+    builds optimizers of its own, a load builds one on rank 0 alone)."""
     _slots.setdefault(opt, []).append((variable, slot))
+    slot._tfmpi_initializer = initializer
+    if not getattr(opt, "_tfmpi_shard_at_build", False) or not _shardable_as_built(opt, variable):
+        return
+    if _owner_of(opt)(variable) != state.rank:
+        _empty_all([slot])
+
+
+def _shardable_as_built(opt, variable):
+    """Whether `variable` is one of those `opt` is being built on (Keras'
+    build sets that list before it makes the slots), so it has an owner."""
+    indices = getattr(opt, "_trainable_variables_indices", None)
+    built_on = getattr(opt, "_trainable_variables", None)
+    if not indices or built_on is None or len(built_on) != len(indices):
+        return False
+    return getattr(opt, "_var_key", None) is not None and opt._var_key(variable) in indices
+
+
+def _refill(opt):
+    """Gives the slots of `opt` (an updating optimizer, before its first
+    update) that its build emptied their initial values, made by their
+    initializers as Keras made them, in storage of their shape: its update
+    runs in full. Eager."""
+    from keras import initializers
+
+    with tf.init_scope():
+        for _, slot in _slots.get(opt, ()):
+            if not getattr(slot, "_tfmpi_empty", False):
+                continue
+            slot._tfmpi_empty = False
+            if int(tf.size(slot._value)) == int(np.prod(slot.shape, dtype=np.int64)):
+                continue  # filled since (a load)
+            initializer = initializers.get(getattr(slot, "_tfmpi_initializer", "zeros"))
+            slot._initialize(initializer(tuple(slot.shape), dtype=slot.dtype))
+            slot._tfmpi_loose = False
 
 
 def _others(opt):
@@ -381,7 +432,8 @@ def install():
     @functools.wraps(original_add)
     def add_variable_from_reference(self, reference_variable, *args, **kwargs):
         slot = original_add(self, reference_variable, *args, **kwargs)
-        record_slot(self, reference_variable, slot)
+        initializer = kwargs.get("initializer", args[1] if len(args) > 1 else "zeros")
+        record_slot(self, reference_variable, slot, initializer)
         return slot
 
     add_variable_from_reference._tfmpi_wrapped = True
