@@ -35,8 +35,8 @@ def check():
     problems = []
     try:
         _core.check_params()
-    except TfmpiError as e:
-        problems.append(f"tfmpi: {e}")
+    except TfmpiError as e:  # a line for each invalid value of the engine's
+        problems += [f"tfmpi: {line}" for line in str(e).splitlines()]
     try:
         config.load()
     except SystemExit as e:  # config.load's messages are strings

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "tfmpi/engine/options.h"
@@ -149,6 +150,19 @@ TEST(ResolveEngineOptions, InvalidValueNamesVariableValueAndWhatIsAccepted) {
   const Status s = Resolve({{"TFMPI_FUSION_THRESHOLD", "lots"}}, &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(s.message(), {"TFMPI_FUSION_THRESHOLD", "'lots'", "byte count", "K/M/G/T"}));
+}
+
+TEST(ResolveEngineOptions, EveryInvalidValueIsReportedOnALineOfItsOwn) {
+  EngineOptions o;
+  const Status s = Resolve({{"TFMPI_FUSION_THRESHOLD", "lots"}, {"TFMPI_CYCLE_TIME_MS", "5"},
+                            {"TFMPI_LOG_LEVEL", "loud"}, {"TFMPI_CACHE_CAPACITY", "-3"}},
+                           &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  const std::string& m = s.message();
+  EXPECT_EQ(std::count(m.begin(), m.end(), '\n'), 2) << m;  // three lines, the valid one absent
+  EXPECT_TRUE(Contains(m, {"'lots' for TFMPI_FUSION_THRESHOLD", "'loud' for TFMPI_LOG_LEVEL",
+                           "'-3' for TFMPI_CACHE_CAPACITY"}));
+  EXPECT_EQ(m.find("TFMPI_CYCLE_TIME_MS"), std::string::npos) << m;
 }
 
 TEST(ResolveEngineOptions, MalformedNumbersAreRejected) {

@@ -112,9 +112,12 @@ def test_params_check_covers_transparent_mode_and_misspelt_names():
     apply); a TFMPI_* name near none is only noted."""
     bad = run([sys.executable, "-m", "tfmpi.params", "--check"], timeout=60,
               env={"TFMPI_SHARES": "fastest", "TFMPI_THREADS": "many",
-                   "TFMPI_SHARDED_UPDATE": "maybe"})
+                   "TFMPI_SHARDED_UPDATE": "maybe", "TFMPI_FUSION_THRESHOLD": "lots",
+                   "TFMPI_LOG_LEVEL": "loud"})
     assert bad.returncode == 1, bad.stdout
-    # every invalid value at once, not only the first
+    # every invalid value at once, not only the first, the engine's as well, a line each
+    assert "tfmpi: invalid value 'lots' for TFMPI_FUSION_THRESHOLD: expected" in bad.stdout
+    assert "tfmpi: invalid value 'loud' for TFMPI_LOG_LEVEL: expected one of" in bad.stdout
     assert "invalid value 'fastest' for TFMPI_SHARES: expected adaptive or equal" in bad.stdout
     assert "invalid value 'many' for TFMPI_THREADS: expected auto or off" in bad.stdout
     assert ("invalid value 'maybe' for TFMPI_SHARDED_UPDATE: expected 1/0, true/false, yes/no, "

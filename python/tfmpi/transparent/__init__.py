@@ -28,7 +28,9 @@ def activate():
         tfmpi._core.init(config.shared_settings(options))
     except tfmpi.TfmpiError as e:
         sys.stderr.flush()
-        os.write(2, f"tfmpi: {e}\n".encode())  # one write: other ranks' lines rarely land inside
+        # a line for each problem (every invalid TFMPI_* value), in one write: other
+        # ranks' lines rarely land inside
+        os.write(2, "".join(f"tfmpi: {line}\n" for line in str(e).splitlines()).encode())
         raise SystemExit(2)
     state.rank, state.size = tfmpi.rank(), tfmpi.size()
     state.active = True

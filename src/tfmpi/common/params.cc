@@ -1,6 +1,7 @@
 #include "tfmpi/common/params.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -139,6 +140,7 @@ Status ParamRegistry::Parse(const ParamSpec& spec, const std::string& text, Para
 
 Status ParamRegistry::Resolve(const EnvLookup& lookup,
                               std::map<std::string, ParamValue>* out) const {
+  std::vector<std::string> invalid;  // every set value that does not parse, in registry order
   for (const ParamSpec& spec : specs_) {
     std::optional<std::string> text = lookup(spec.name);
     for (const std::string& alias : spec.aliases) {
@@ -147,7 +149,11 @@ Status ParamRegistry::Resolve(const EnvLookup& lookup,
     }
     ParamValue value;
     if (text) {
-      TFMPI_RETURN_IF_ERROR(Parse(spec, *text, &value));
+      Status s = Parse(spec, *text, &value);
+      if (!s.ok()) {
+        invalid.push_back(s.message());
+        continue;
+      }
       value.from_environment = true;
     } else {
       Status s = Parse(spec, spec.default_value, &value);
@@ -156,6 +162,7 @@ Status ParamRegistry::Resolve(const EnvLookup& lookup,
     }
     (*out)[spec.name] = value;
   }
+  if (!invalid.empty()) return Status::InvalidArgument(fmt::format("{}", fmt::join(invalid, "\n")));
   return Status::Ok();
 }
 

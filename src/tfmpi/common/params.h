@@ -49,7 +49,8 @@ class ParamRegistry {
   const std::vector<ParamSpec>& specs() const { return specs_; }
 
   // Parses every parameter (value from `lookup`, else the default). On error,
-  // the Status names the variable, the offending value and what is accepted.
+  // the Status has a line for each invalid value set (all of them, not only the
+  // first), naming the variable, the offending value and what is accepted.
   Status Resolve(const EnvLookup& lookup, std::map<std::string, ParamValue>* out) const;
 
   // Parses one textual value for `spec`.
