@@ -16,6 +16,7 @@ pass for that core (docs/performance.md, "Exposed communication").
 """
 
 import contextlib
+import functools
 import threading
 
 import tensorflow as tf
@@ -32,16 +33,28 @@ _BITCAST = {tf.uint32: tf.int32, tf.uint64: tf.int64, tf.int8: tf.uint8, tf.int1
             tf.uint16: tf.float16}
 
 
+@functools.cache
+def cpu_only():
+    """True where this process sees no GPU (every variable is in host memory,
+    where the ops that write variables in place have kernels)."""
+    return not tf.config.list_physical_devices("GPU")
+
+
 def broadcast_variables(variables, root=0):
-    """Assign rank `root`'s value to every variable in `variables`. Resource
-    variables of the dtypes the engine moves receive it in place (one grouped
-    op, no copy held beside the variables: Note [Sharded update]'s
-    TfmpiOwnersBroadcastVariables, every variable's owner `root`); any
-    others through a received copy that is then assigned."""
+    """Assign rank `root`'s value to every variable in `variables`. In a
+    process without a GPU, resource variables of the dtypes the engine moves
+    receive it in place (one grouped op, no copy held beside the variables:
+    Note [Sharded update]'s TfmpiOwnersBroadcastVariables, every variable's
+    owner `root`; each variable once, as a layer tracked twice lists it
+    twice); any others through a received copy that is then assigned."""
     in_place, movable, values = [], [], []
+    seen = set()
     for v in variables:
-        if tf.as_dtype(v.dtype) in NATIVE and getattr(v, "handle", None) is not None:
-            in_place.append(v)
+        if (cpu_only() and tf.as_dtype(v.dtype) in NATIVE
+                and getattr(v, "handle", None) is not None):
+            if id(v) not in seen:
+                seen.add(id(v))
+                in_place.append(v)
             continue
         t = tf.convert_to_tensor(v)
         if t.dtype in NATIVE:

@@ -13,14 +13,13 @@ where the first use's check found the two updates differ on this machine
 (rank 0 says so once per optimizer, dtype and set of hyperparameters).
 """
 
-import functools
 import sys
 import threading
 
 import numpy as np
 import tensorflow as tf
 
-from tfmpi.transparent import state
+from tfmpi.transparent import collectives, state
 
 _FLOAT_TYPES = ("float32", "float64")
 _lock = threading.Lock()
@@ -35,11 +34,6 @@ def _ops():
 def _in_xla():
     from tensorflow.python.ops import control_flow_util
     return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-
-
-@functools.cache
-def _cpu_only():
-    return not tf.config.list_physical_devices("GPU")
 
 
 def _dtype_name(variable):
@@ -151,7 +145,7 @@ def _applies(fusion, opt, gradient, variable, patched, stock_assign):
             and _dtype_name(variable) in _FLOAT_TYPES
             and fusion.slots_fit(opt, variable)
             and not isinstance(gradient, tf.IndexedSlices)
-            and _cpu_only() and not tf.distribute.has_strategy() and not _in_xla())
+            and collectives.cpu_only() and not tf.distribute.has_strategy() and not _in_xla())
 
 
 def _check_values(dtype, n=4099):
