@@ -74,14 +74,14 @@ after = slots()
 owners = []
 if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
     from tfmpi.transparent import sharded_update
-    own = sharded_update._owners.get(opt)
+    own = sharded_update._owners.get(inner)  # dealt over the updating optimizer's variables
     owners = [] if own is None else list(own)
 loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
 json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
            "before": before, "after": after, "owners": owners, "shapes": shapes,
            "saved": [np.asarray(v).tolist() for v in
                      getattr(loaded.optimizer, "inner_optimizer", loaded.optimizer).variables[2:]],
-           "iterations": int(opt.iterations.numpy()),
+           "iterations": int(inner.iterations.numpy()),  # (a LossScaleOptimizer's own: 0 before Keras 3.12)
            "scale": float(opt.dynamic_scale.numpy()) if inner is not opt else None},
           open(os.path.join(out, f"rank-{rank}.json"), "w"))
 """
@@ -313,6 +313,45 @@ def test_an_optimizer_with_state_not_made_per_variable_updates_in_full(tmp_path)
     _run(args, tmp_path / "one", {})
     r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
     assert r.stdout.count("Adafactor keeps state that is not made per variable") == 1, r.stdout
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        _close(got["state"], ref["state"], f"rank {rank} optimizer state")
+
+
+LOOP_THEN_FIT_SCRIPT = FIT_DATA + """
+import tensorflow as tf
+model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
+                          keras.layers.Dense(3)])
+model.compile(keras.optimizers.Adam(0.01), "mse")
+opt, loss_fn = model.optimizer, keras.losses.MeanSquaredError()
+
+@tf.function
+def step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(yb, model(xb, training=True))
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                            model.trainable_variables))
+
+for xb, yb in tf.data.Dataset.from_tensor_slices((x[:96], y[:96])).batch(32):
+    step(xb, yb)
+model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)  # its train function is new
+model.compile(model.optimizer, "mse")  # and new again
+model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+json.dump({"weights": [w.tolist() for w in model.get_weights()],
+           "state": [np.asarray(v).tolist() for v in opt.variables]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_fit_after_sharded_steps_leaves_the_owned_slots_to_their_owners(tmp_path):
+    # A new train function broadcasts rank 0's model and optimizer state, but
+    # not the slots of an optimizer whose updates are sharded: rank 0 holds
+    # some of them empty, and their owners hold the current values.
+    args = [sys.executable, "-c", LOOP_THEN_FIT_SCRIPT]
+    _run(args, tmp_path / "one", {})
+    _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     for rank in range(2):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))

@@ -56,7 +56,7 @@ import tensorflow as tf
 
 from tfmpi.transparent import collectives, state
 
-_owners = weakref.WeakKeyDictionary()  # optimizer -> owner rank per built variable index
+_owners = weakref.WeakKeyDictionary()  # updating optimizer -> owner rank per built variable index
 _slots = weakref.WeakKeyDictionary()   # optimizer -> [(variable, slot)] from add_variable_from_reference
 _sharded = []                          # optimizers that took a sharded step, in order (every rank alike)
 _told = set()
@@ -68,8 +68,9 @@ _told = set()
 # within fit's first step or a custom loop's): the Keras variable keeps its
 # shape and dtype, but its storage becomes a tf.Variable of no fixed shape
 # (made once per slot, in place of the one Keras made, so the memory is freed)
-# holding no elements. So the whole state never exists on one rank, not even
-# in the first step. An optimizer built before (by hand, or by a load) keeps
+# holding no elements. So while steps run, the first included, no rank holds
+# the whole state (a write and the end of fit fill it, below). An optimizer
+# built before (by hand, or by a load) keeps
 # every slot until its first sharded update empties them. Where the update
 # can't be sharded after all (state not made per variable, found once built),
 # the slots its build emptied get their initial values back (made by their
@@ -151,6 +152,10 @@ def deal_owners(sizes, ranks):
 
 
 def _owner_of(opt):
+    """Owner rank of each variable `opt` updates, dealt over the variables its
+    updating optimizer is built on (a LossScaleOptimizer's own list stays
+    empty before Keras 3.12)."""
+    opt = _updating(opt)
     owners = _owners.get(opt)
     if owners is None:
         owners = deal_owners([_bytes(v) for v in opt._trainable_variables], state.size)
@@ -374,6 +379,12 @@ def _empty_all(slots):
             else:
                 slot._value.assign(tf.zeros([0], slot._value.dtype))
             slot._tfmpi_empty = True
+
+
+def slots_with_owners():
+    """ids of the slots of every sharded optimizer (alike on every rank): each
+    one's value comes from its variable's owner, not from rank 0."""
+    return {id(slot) for opt in _sharded for _, slot in _slots.get(_updating(opt), ())}
 
 
 def empty_others():

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
 from tfmpi.transparent import (batch_check, batching, collectives, flags, input_sharding, loops,
-                               naming, shares, state)
+                               naming, shares, sharded_update, state)
 from tfmpi.transparent import per_rank as per_rank_mode
 
 STEPS = ("train_step", "test_step", "predict_step")
@@ -194,12 +194,15 @@ def _variables_so_far(model):
 
 
 def sync_model_state(model):
-    """Broadcast the model's variables (and its optimizer's, where built) from rank 0."""
+    """Broadcast the model's variables (and its optimizer's, where built) from rank 0;
+    not the slots of a sharded optimizer, which come from their owners (Note [Owned
+    state], sharded_update.py: rank 0 holds some empty)."""
     variables = _variables_so_far(model)
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None and getattr(optimizer, "built", True):
         extra = getattr(optimizer, "variables", [])
-        variables += list(extra() if callable(extra) else extra)
+        owned = sharded_update.slots_with_owners()
+        variables += [v for v in (extra() if callable(extra) else extra) if id(v) not in owned]
     collectives.broadcast_variables(variables)
 
 
