@@ -87,7 +87,9 @@ _told = set()
 # filled until the next write or fit. So while steps run, a rank's optimizer
 # state is about 1/N of the whole (as evenly as the deal splits the bytes), and
 # optimizer.variables read then gives empty arrays for slots of variables other
-# ranks own.
+# ranks own. The broadcast of rank 0's state when a train function is made
+# (steps.sync_model_state) leaves the slots of sharded optimizers out: their
+# owners hold them, and rank 0 holds some empty.
 
 
 def enabled():
