@@ -225,6 +225,31 @@ x = rng.normal(size=(256, 6)).astype("float32")
 y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
 """
 
+# What the scripts below that fit a `model` end with: its weights and its
+# optimizer's variables.
+DUMP_WEIGHTS_AND_STATE = """
+json.dump({"weights": [w.tolist() for w in model.get_weights()],
+           "state": [np.asarray(v).tolist() for v in model.optimizer.variables]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def _ends_as_one_process(script, tmp_path, env=None):
+    """Runs `script` as one process and at -np 2 with the sharded update; each
+    rank's weights and optimizer state must be the 1-process run's. Returns the
+    2-rank run."""
+    env = env or {}
+    args = [sys.executable, "-c", script]
+    _run(args, tmp_path / "one", env)
+    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    for rank in range(2):
+        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        _close(got["weights"], ref["weights"], f"rank {rank} weights")
+        _close(got["state"], ref["state"], f"rank {rank} optimizer state")
+    return r
+
+
 FIT_SCRIPT = FIT_DATA + """
 import tensorflow as tf
 model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
@@ -300,24 +325,14 @@ model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, activation="
                           keras.layers.Dense(3)])
 model.compile(keras.optimizers.Adafactor(0.05), "mse")
 model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
-json.dump({"weights": [w.tolist() for w in model.get_weights()],
-           "state": [np.asarray(v).tolist() for v in model.optimizer.variables]},
-          open(os.path.join(out, f"rank-{rank}.json"), "w"))
-"""
+""" + DUMP_WEIGHTS_AND_STATE
 
 
 def test_an_optimizer_with_state_not_made_per_variable_updates_in_full(tmp_path):
     # Adafactor's factored moments have no owner: the whole update runs on every
     # rank, said once, with every slot kept on every rank (Note [Owned state]).
-    args = [sys.executable, "-c", ADAFACTOR_SCRIPT]
-    _run(args, tmp_path / "one", {})
-    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
+    r = _ends_as_one_process(ADAFACTOR_SCRIPT, tmp_path)
     assert r.stdout.count("Adafactor keeps state that is not made per variable") == 1, r.stdout
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
-    for rank in range(2):
-        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
-        _close(got["weights"], ref["weights"], f"rank {rank} weights")
-        _close(got["state"], ref["state"], f"rank {rank} optimizer state")
 
 
 LOOP_THEN_FIT_SCRIPT = FIT_DATA + """
@@ -339,24 +354,14 @@ for xb, yb in tf.data.Dataset.from_tensor_slices((x[:96], y[:96])).batch(32):
 model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)  # its train function is new
 model.compile(model.optimizer, "mse")  # and new again
 model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
-json.dump({"weights": [w.tolist() for w in model.get_weights()],
-           "state": [np.asarray(v).tolist() for v in opt.variables]},
-          open(os.path.join(out, f"rank-{rank}.json"), "w"))
-"""
+""" + DUMP_WEIGHTS_AND_STATE
 
 
 def test_fit_after_sharded_steps_leaves_the_owned_slots_to_their_owners(tmp_path):
     # A new train function broadcasts rank 0's model and optimizer state, but
     # not the slots of an optimizer whose updates are sharded: rank 0 holds
     # some of them empty, and their owners hold the current values.
-    args = [sys.executable, "-c", LOOP_THEN_FIT_SCRIPT]
-    _run(args, tmp_path / "one", {})
-    _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
-    for rank in range(2):
-        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
-        _close(got["weights"], ref["weights"], f"rank {rank} weights")
-        _close(got["state"], ref["state"], f"rank {rank} optimizer state")
+    _ends_as_one_process(LOOP_THEN_FIT_SCRIPT, tmp_path)
 
 
 REFILL_SCRIPT = FIT_DATA + """
@@ -388,10 +393,7 @@ else:
     opt = Scaled(0.05)
 model.compile(opt, "mse")
 model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
-json.dump({"weights": [w.tolist() for w in model.get_weights()],
-           "state": [np.asarray(v).tolist() for v in model.optimizer.variables]},
-          open(os.path.join(out, f"rank-{rank}.json"), "w"))
-"""
+""" + DUMP_WEIGHTS_AND_STATE
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -401,17 +403,9 @@ def test_slots_start_from_their_initializers_when_the_update_runs_in_full(sparse
     # initial values back (0.7, not 0) and the whole update runs on every
     # rank. Sparse: the update is not sharded from the start, no slot is
     # emptied. Either way every rank ends as one process does.
-    args = [sys.executable, "-c", REFILL_SCRIPT]
-    env = {"SPARSE": "1"} if sparse else {}
-    _run(args, tmp_path / "one", env)
-    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    r = _ends_as_one_process(REFILL_SCRIPT, tmp_path, {"SPARSE": "1"} if sparse else {})
     why = "sparse gradients (IndexedSlices)" if sparse else "Scaled keeps state that is not made"
     assert r.stdout.count(why) == 1, r.stdout
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
-    for rank in range(2):
-        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
-        _close(got["weights"], ref["weights"], f"rank {rank} weights")
-        _close(got["state"], ref["state"], f"rank {rank} optimizer state")
 
 
 IN_PLACE = r"""

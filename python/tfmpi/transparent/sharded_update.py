@@ -70,15 +70,14 @@ _told = set()
 # (made once per slot, in place of the one Keras made, so the memory is freed)
 # holding no elements. So while steps run, the first included, no rank holds
 # the whole state (a write and the end of fit fill it, below). An optimizer
-# built before (by hand, or by a load) keeps
-# every slot until its first sharded update empties them. Where the update
-# can't be sharded after all (state not made per variable, found once built),
-# the slots its build emptied get their initial values back (made by their
-# initializers, as Keras made them) before the full update runs.
-# Once updates are sharded, the step never reads those slots. (A tf.function
-# traced before the first sharded update that reads them keeps their storage
-# alive.) Before a write (Note [Rank-0
-# sections], rank0.py) every rank fills them (zeros, then the owner's values,
+# built before (by hand, or by a load) keeps every slot until its first
+# sharded update empties them. Where the update can't be sharded after all
+# (state not made per variable, found once built), the slots its build
+# emptied get their initial values back (made by their initializers, as Keras
+# made them) before the full update runs. Once updates are sharded, the step
+# never reads those slots. (A tf.function traced before the first sharded
+# update that reads them keeps their storage alive.) Before a write (Note
+# [Rank-0 sections], rank0.py) every rank fills them (zeros, then the owner's values,
 # one broadcast) and empties again after it the slots that were empty before,
 # so saved files hold the 1-process run's state. When fit returns (not when it
 # raises) they are filled and stay so (the state fit leaves is the 1-process
@@ -327,20 +326,18 @@ def record_slot(opt, variable, slot, initializer):
     builds optimizers of its own, a load builds one on rank 0 alone)."""
     _slots.setdefault(opt, []).append((variable, slot))
     slot._tfmpi_initializer = initializer
-    if not getattr(opt, "_tfmpi_shard_at_build", False) or not _shardable_as_built(opt, variable):
+    if not getattr(opt, "_tfmpi_shard_at_build", False) or not _built_on(opt, variable):
         return
     if _owner_of(opt)(variable) != state.rank:
         _empty_all([slot])
 
 
-def _shardable_as_built(opt, variable):
-    """Whether `variable` is one of those `opt` is being built on (Keras'
-    build sets that list before it makes the slots), so it has an owner."""
-    indices = getattr(opt, "_trainable_variables_indices", None)
-    built_on = getattr(opt, "_trainable_variables", None)
-    if not indices or built_on is None or len(built_on) != len(indices):
-        return False
-    return getattr(opt, "_var_key", None) is not None and opt._var_key(variable) in indices
+def _built_on(opt, variable):
+    """Whether `variable` is one of those `opt` is being built on, so it has an
+    owner (Keras' build lists them all before it makes the slots)."""
+    indices = getattr(opt, "_trainable_variables_indices", {})
+    return (bool(indices) and len(opt._trainable_variables) == len(indices)
+            and opt._var_key(variable) in indices)
 
 
 def _refill(opt):
