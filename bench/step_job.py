@@ -8,16 +8,21 @@ hides the steps that wait for the quota's next period; the mean counts them.
 
     python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m,resnet50} [--steps N] [--batch B]
                              [--metrics] [--optimizer {adam,sgd-momentum}] [--memory]
+                             [--save-every K]
 
 --memory also prints, from every rank (tfmpirun --all-ranks-output shows them all),
 "MEMORY_MB rank <r> rss <resident MB at the last step's end> peak <the process's peak
 resident MB so far> steady_peak <the peak over the steps after the first 5>" (Linux
 /proc/self/status; the peak is reset through /proc/self/clear_refs after step 5, so
 steady_peak leaves out building the model and optimizer and tracing the step).
+--save-every K writes the model with its optimizer state (a .keras file in a
+temporary folder, removed at the end) every K steps during fit, as a
+ModelCheckpoint does; the steps that write are in the times, and in steady_peak.
 """
 
 import argparse
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -102,9 +107,13 @@ def main():
                         help="Keras' Adam (the default) or SGD with momentum 0.9")
     parser.add_argument("--memory", action="store_true",
                         help="print every rank's resident memory at the last step's end")
+    parser.add_argument("--save-every", type=int, metavar="K",
+                        help="write the model and optimizer state every K steps during fit")
     args = parser.parse_args()
     if args.batch is not None and args.batch < 1:
         parser.error(f"--batch {args.batch}: must be at least 1")
+    if args.save_every is not None and args.save_every < 1:
+        parser.error(f"--save-every {args.save_every}: must be at least 1")
     keras.utils.set_random_seed(1)
     batch, inputs, build = MODELS[args.model]
     batch = args.batch or batch
@@ -116,7 +125,12 @@ def main():
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"] if args.metrics else None)
     timer = StepTimes(args.memory)
-    model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[timer])
+    with tempfile.TemporaryDirectory() as folder:
+        callbacks = [timer]
+        if args.save_every:  # before the timer: its step ends after the write
+            callbacks.insert(0, keras.callbacks.ModelCheckpoint(
+                os.path.join(folder, "model.keras"), save_freq=args.save_every))
+        model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=callbacks)
     print(f"STEP_MS {1000 * float(np.median(timer.times[5:])):.2f}", flush=True)
     print(f"STEP_MEAN_MS {1000 * float(np.mean(timer.times[5:])):.2f}", flush=True)
     if args.memory:

@@ -69,16 +69,21 @@ def slots():
     return [np.asarray(v).tolist() for v in inner.variables[2:]]  # after iterations, learning rate
 shapes = [list(v.shape) for v in inner.variables[2:]]
 before = slots()
+if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
+    from tfmpi.transparent import sharded_update
+    sharded_update._CHUNK_BYTES = 512  # slots go to the writer in several chunks, some alone
 model.save(os.path.join(out, "model.keras"))
 after = slots()
-owners = []
+owners, during = [], after
 if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
     from tfmpi.transparent import sharded_update
     own = sharded_update._owners.get(inner)  # dealt over the updating optimizer's variables
     owners = [] if own is None else list(own)
+    with sharded_update.state_on_rank0():  # what a write sees (Note [State to the writer])
+        during = slots()
 loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
 json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
-           "before": before, "after": after, "owners": owners, "shapes": shapes,
+           "before": before, "after": after, "during": during, "owners": owners, "shapes": shapes,
            "saved": [np.asarray(v).tolist() for v in
                      getattr(loaded.optimizer, "inner_optimizer", loaded.optimizer).variables[2:]],
            "iterations": int(inner.iterations.numpy()),  # (a LossScaleOptimizer's own: 0 before Keras 3.12)
@@ -136,18 +141,29 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
         assert set(owners) == set(range(np_)), f"every rank owns something: {owners}"
         _held_as_owned(got, ref, rank)
         _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
+    _written_as_owned(tmp_path / "many", np_)
+
+
+def _written_as_owned(folder, np_):
+    """What rank 0 holds for a write is each owner's slot, exactly."""
+    ranks = [json.load(open(folder / f"rank-{rank}.json")) for rank in range(np_)]
+    for k, value in enumerate(ranks[0]["during"]):
+        owner = ranks[0]["owners"][k // 2]
+        assert value == ranks[owner]["after"][k], f"slot {k} written from rank {owner}"
 
 
 def _held_as_owned(got, ref, rank):
     """Adam's slots, a momentum and a velocity per variable in variable order:
     the 1-process values for the variables `rank` owns, no elements for the
-    others (their shapes kept), before the save and after it."""
+    others (their shapes kept), before the save and after it; while a write
+    would run, rank 0 holds every slot and the others still only their own."""
     owners = got["owners"]
     assert got["shapes"] == ref["shapes"], got["shapes"]
-    for when in ("before", "after"):
+    assert len(got["during"]) == len(ref["after"]), got["during"]
+    for when in ("before", "after", "during"):
         for k, (b, r) in enumerate(zip(got[when], ref["after"])):
             variable = k // 2
-            if owners[variable] == rank:
+            if owners[variable] == rank or (when == "during" and rank == 0):
                 _close([b], [r], f"rank {rank}: slot {k} of its own variable {variable}, {when}")
             else:
                 assert np.size(b) == 0, (f"rank {rank} holds slot {k} of rank "
@@ -461,3 +477,23 @@ def test_owners_broadcast_writes_into_the_variables(np_, tmp_path):
         assert "bad/0 and bad/1 are the same variable" in got["refused"][0], (rank, got)
         assert "bad/1 is of string, a dtype tfmpi does not move" in got["refused"][1], (rank, got)
         assert got["after_refused"] == [roots[2] + 20 + 1], (rank, got)
+
+
+def test_slot_bytes_survive_the_trip_to_the_writer_bit_for_bit():
+    # Note [State to the writer]: a slot goes to rank 0 as its bytes and comes
+    # back bit for bit, -0.0 included, for every dtype a slot can have.
+    import tensorflow as tf
+
+    from tfmpi.transparent.sharded_update import _as_bytes, _from_bytes
+
+    def bits(t):
+        return np.asarray(t if t.dtype.size == 1 else tf.bitcast(t, tf.uint8))
+
+    for dtype in (tf.float32, tf.float64, tf.float16, tf.bfloat16, tf.int32, tf.int64,
+                  tf.int8, tf.uint8, tf.bool):
+        x = tf.cast(tf.constant([[-0.0, 1.5, -2.0], [3.0, 0.0, 7.0]]), dtype)
+        data = _as_bytes(x)
+        assert data.dtype == tf.uint8 and data.shape == [6 * dtype.size], dtype
+        y = _from_bytes(data, x.shape, dtype)
+        assert y.dtype == dtype and y.shape == x.shape, dtype
+        assert np.array_equal(bits(y), bits(x)), dtype

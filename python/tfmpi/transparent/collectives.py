@@ -200,6 +200,14 @@ def broadcast_from_owners(variables, roots, role="owned_update"):
                                         names=naming.names(role, len(variables)))
 
 
+def sum_onto(tensors, root, role):
+    """Each tensor summed over ranks onto rank `root` only (one grouped op;
+    elsewhere the outputs are unused)."""
+    tensors = list(tensors)
+    return tops.grouped_reduce(tensors, [root] * len(tensors), op="sum",
+                               names=naming.names(role, len(tensors)))
+
+
 def allreduce_sum(tensors, role):
     """Sum of each tensor over ranks, as one grouped op named for `role`."""
     tensors = list(tensors)

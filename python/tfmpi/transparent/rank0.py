@@ -96,7 +96,7 @@ def share_outcome(what, run):
 
     if not sharded_update.enabled():
         return _shared_outcome(what, run)
-    with sharded_update.whole_state():  # the optimizer state written is the 1-process one
+    with sharded_update.state_on_rank0():  # the optimizer state written is the 1-process one
         return _shared_outcome(what, run)
 
 

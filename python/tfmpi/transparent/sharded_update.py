@@ -76,10 +76,11 @@ _told = set()
 # emptied get their initial values back (made by their initializers, as Keras
 # made them) before the full update runs. Once updates are sharded, the step
 # never reads those slots. (A tf.function traced before the first sharded
-# update that reads them keeps their storage alive.) Before a write (Note
-# [Rank-0 sections], rank0.py) every rank fills them (zeros, then the owner's values,
-# one broadcast) and empties again after it the slots that were empty before,
-# so saved files hold the 1-process run's state. When fit returns (not when it
+# update that reads them keeps their storage alive.) A write (Note [Rank-0
+# sections], rank0.py) is rank 0's alone: before it, rank 0 gets the current
+# value of every slot other ranks own (Note [State to the writer]) and after it
+# empties again the slots that were empty before, so saved files hold the
+# 1-process run's state; the other ranks fill nothing. When fit returns (not when it
 # raises) they are filled and stay so (the state fit leaves is the 1-process
 # run's); the next fit empties them at its start. A restore or an assign (a
 # load, BackupAndRestore's restore) fills the slots it writes, which stay
@@ -412,15 +413,87 @@ def sync_state():
     return emptied
 
 
+# Note [State to the writer]
+# Rank 0 needs the slots other ranks own to write them; the others need
+# nothing. The engine has no gather to one rank, so each slot's bytes are
+# summed onto rank 0 (one grouped reduce, the op that takes the step's
+# gradients to their owners): its owner gives the slot's bytes as uint8 and
+# every other rank zeros of that length. A sum of integers whose terms are all
+# 0 but one is that one, bit for bit (a sum of the floats themselves would turn
+# the owner's -0.0 into +0.0). The slots go in chunks of at most _CHUNK_BYTES
+# (a larger slot alone), so the zeros a rank makes at a time are one chunk, not
+# the state it does not own. A reduce moves more bytes than a gather would
+# (every rank sends its chunk); a write is rare and slow anyway.
+_CHUNK_BYTES = 64 << 20
+
+
+def _as_bytes(tensor):
+    """`tensor`'s bytes, flat uint8 (a view where TensorFlow can)."""
+    if tensor.dtype == tf.bool:
+        tensor = tf.cast(tensor, tf.uint8)
+    elif tensor.dtype != tf.uint8:
+        tensor = tf.bitcast(tensor, tf.uint8)
+    return tf.reshape(tensor, [-1])
+
+
+def _from_bytes(data, shape, dtype):
+    """The inverse of _as_bytes for a tensor of `shape` and `dtype`."""
+    dtype = tf.as_dtype(dtype)
+    if dtype == tf.bool:
+        return tf.cast(tf.reshape(data, shape), dtype)
+    if dtype.size == 1:  # bitcast keeps the shape between types of one size
+        return tf.bitcast(tf.reshape(data, shape), dtype)
+    return tf.bitcast(tf.reshape(data, list(shape) + [dtype.size]), dtype)
+
+
+def _chunks(pairs):
+    """`pairs` (slot, owner) in order, cut into runs of at most _CHUNK_BYTES."""
+    chunk, size = [], 0
+    for slot, owner in pairs:
+        n = _bytes(slot)
+        if chunk and size + n > _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((slot, owner))
+        size += n
+    if chunk:
+        yield chunk
+
+
+def state_to_rank0():
+    """Rank 0 gets every slot of every sharded optimizer that another rank
+    owns, current (Note [State to the writer]); emptied ones are filled. Eager,
+    on every rank at the same point. Returns the slots rank 0 filled (none
+    elsewhere)."""
+    pairs = []
+    for opt in _sharded:
+        owner = _owner_of(opt)
+        pairs += [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ()) if owner(v) != 0]
+    filled = []
+    for chunk in _chunks(pairs):
+        mine = [_as_bytes(tf.convert_to_tensor(slot._value)) if r == state.rank else
+                tf.zeros([_bytes(slot)], tf.uint8) for slot, r in chunk]
+        got = collectives.sum_onto(mine, 0, role="state_to_writer")
+        if state.rank != 0:
+            continue
+        for (slot, _), data in zip(chunk, got):
+            if getattr(slot, "_tfmpi_empty", False):
+                filled.append(slot)
+                slot._tfmpi_empty = False
+            slot._value.assign(_from_bytes(data, slot.shape, slot.dtype))
+    return filled
+
+
 @contextlib.contextmanager
-def whole_state():
-    """Every rank holds every slot, current, inside; the slots that were empty
-    are emptied again on the way out (a write, Note [Owned state])."""
-    emptied = sync_state()
+def state_on_rank0():
+    """Rank 0 holds every slot, current, inside (the other ranks only their
+    own); the slots it filled are emptied again on the way out (a write,
+    Note [Owned state])."""
+    filled = state_to_rank0()
     try:
         yield
     finally:
-        _empty_all(emptied)
+        _empty_all(filled)
 
 
 def install():
