@@ -42,6 +42,8 @@ seen = {"rank": tfmpi.rank(), "size": tfmpi.size(), "local_rank": tfmpi.local_ra
                                                  "TF_CPP_MIN_LOG_LEVEL", "HOSTNAME",
                                                  "CUDA_VISIBLE_DEVICES")},
         "cwd": os.getcwd()}
+from tfmpi.transparent import state  # transparent mode (tfmpirun) resolves the work shares
+seen["shares"] = getattr(state.options, "shares", None)
 with open(os.path.join(sys.argv[1], f"rank-{tfmpi.rank()}.json"), "w") as f:
     json.dump(seen, f)
 """
@@ -72,6 +74,8 @@ def test_ranks_know_their_host_and_get_the_launching_environment(two_hosts, mpi,
         assert s["vars"] == {"MY_DATA_DIR": "/data/set-1", "TF_USE_LEGACY_KERAS": "0",
                              "TF_CPP_MIN_LOG_LEVEL": "3"}, s
         assert s["cwd"] == os.getcwd(), s  # ranks start where tfmpirun ran, as mpirun does
+        if mpi == "openmpi":  # across hosts TFMPI_SHARES=auto is adaptive (Note [Shares by default])
+            assert s["shares"] == "adaptive", s
 
 
 # Fidelity kinds across hosts: (script and arguments, environment). The kinds

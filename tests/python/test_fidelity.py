@@ -64,7 +64,9 @@ KINDS = {
     "lr_and_early_stopping": (["train_callbacks.py"], {}, (2, 3), ()),
     "save_then_load": (["train_save_load.py"], {}, (2, 3), (2,)),
     "compute_average_loss": (["train_average_loss.py"], {}, (2, 3), ()),
-    "input_pipeline": (["train_input_pipeline.py"], {}, (2, 3), (2,)),
+    # adaptive shares on one host (TFMPI_SHARES=auto makes them equal here): slices cut at
+    # bounds read from a variable, rebalanced every 10 steps
+    "input_pipeline": (["train_input_pipeline.py"], {"TFMPI_SHARES": "adaptive"}, (2, 3), (2,)),
     # each rank updates the variables it owns (Note [Sharded update]); the saved optimizer
     # state is brought from the owners; a LossScaleOptimizer with global_clipnorm and
     # sparse gradients run the full update instead, as without it

@@ -6,7 +6,7 @@ all ranks, each rank doing only part of it, in fit (training and validation),
 evaluate, predict and a custom loop. Pipelines that cannot be rewritten say so
 and are decoded whole on every rank, as TFMPI_INPUT_SHARDING=0 asks. Whether
 the training math is unchanged is the fidelity tier's input_pipeline kind
-(with the default adaptive shares). Here the shares are equal, so that no
+(with adaptive shares). Here the shares are equal, so that no
 slice is empty: an empty slice decodes one row it then drops."""
 
 import collections

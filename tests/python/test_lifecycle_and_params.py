@@ -73,6 +73,27 @@ tfmpi.shutdown()
 """
 
 
+SHARES = "from tfmpi.transparent import state; print(f'SHARES={state.options.shares}', flush=True)"
+
+
+def test_work_shares_are_equal_on_one_host_unless_probed_or_asked():
+    # Note [Shares by default]: TFMPI_SHARES=auto is adaptive only where the
+    # ranks span hosts (tests/cluster/test_multihost.py) or speeds were probed.
+    from tfmpi.transparent.config import resolve_shares
+
+    assert resolve_shares("auto", 4, 4, False) == "equal"
+    assert resolve_shares("auto", 4, 2, False) == "adaptive"
+    assert resolve_shares("auto", 4, 4, True) == "adaptive"
+    assert resolve_shares("equal", 4, 1, True) == "equal"
+    assert resolve_shares("adaptive", 4, 4, False) == "adaptive"
+    for env, expected in (({}, "equal"), ({"TFMPI_PROBE_SPEEDS": "1,2"}, "adaptive"),
+                          ({"TFMPI_SHARES": "adaptive"}, "adaptive")):
+        r = run(["tfmpirun", "-np", "2", "--all-ranks-output", sys.executable, "-c", SHARES],
+                timeout=120, env=env)
+        assert r.returncode == 0, r.stdout
+        assert r.stdout.count(f"SHARES={expected}") == 2, (env, r.stdout)
+
+
 def test_skip_data_negotiates_but_moves_no_allreduce_data():
     # Note [Skipping the data]: a diagnostic for exposed communication.
     r = run_python(2, ["-c", SKIP_DATA_SNIPPET], timeout=120, env={"TFMPI_SKIP_DATA": "1"})
@@ -118,7 +139,7 @@ def test_params_check_covers_transparent_mode_and_misspelt_names():
     # every invalid value at once, not only the first, the engine's as well, a line each
     assert "tfmpi: invalid value 'lots' for TFMPI_FUSION_THRESHOLD: expected" in bad.stdout
     assert "tfmpi: invalid value 'loud' for TFMPI_LOG_LEVEL: expected one of" in bad.stdout
-    assert "invalid value 'fastest' for TFMPI_SHARES: expected adaptive or equal" in bad.stdout
+    assert "invalid value 'fastest' for TFMPI_SHARES: expected auto, adaptive or equal" in bad.stdout
     assert "invalid value 'many' for TFMPI_THREADS: expected auto or off" in bad.stdout
     assert ("invalid value 'maybe' for TFMPI_SHARDED_UPDATE: expected 1/0, true/false, yes/no, "
             "on/off") in bad.stdout

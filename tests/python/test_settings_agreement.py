@@ -84,7 +84,7 @@ def test_values_are_compared_as_in_effect(monkeypatch):
     base = settings()
     assert "TFMPI_SEED" not in base and "TFMPI_PROBE_SPEEDS" not in base  # unset: "(not set)"
     assert base["TF_USE_LEGACY_KERAS (as TensorFlow reads it)"] == "0"
-    assert settings(TFMPI_SHARES=" Adaptive", TFMPI_SHARDED_UPDATE="no",
+    assert settings(TFMPI_SHARES=" Auto", TFMPI_SHARDED_UPDATE="no",
                     TF_USE_LEGACY_KERAS="false") == base
     assert settings(TF_USE_LEGACY_KERAS="True") != base
     assert settings(TFMPI_PROBE_SPEEDS="1,2") == settings(TFMPI_PROBE_SPEEDS="1.0, 2.0")

@@ -9,6 +9,7 @@ when the script imports them.
 The patches hold no communication logic: every collective is a tfmpi op.
 """
 
+import dataclasses
 import os
 import sys
 
@@ -34,7 +35,9 @@ def activate():
         raise SystemExit(2)
     state.rank, state.size = tfmpi.rank(), tfmpi.size()
     state.active = True
-    state.options = options
+    probed = bool(os.environ.get("TFMPI_PROBE_SPEEDS", "").strip())
+    state.options = dataclasses.replace(options, shares=config.resolve_shares(
+        options.shares, state.size, tfmpi.local_size(), probed))
 
     from tfmpi import variables
     from tfmpi.transparent import output, seeds, import_hooks, threads

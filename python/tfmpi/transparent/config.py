@@ -12,7 +12,8 @@ class Options:
     seed: int = None                 # shared seed (tfmpirun picks one per launch)
     batch_check_interval: int = 100  # compare batch fingerprints every this many steps (0: never)
     allow_untested_versions: bool = False  # start even outside the tested version range
-    shares: str = "adaptive"         # "adaptive": slices follow measured speeds; "equal": B // N each
+    shares: str = "auto"             # "adaptive": slices follow measured speeds; "equal": B // N each;
+                                     # "auto": resolve_shares picks one when the job starts
     rebalance_steps: int = 10        # adaptive shares are revised every this many steps (0: never)
     input_sharding: bool = True      # each rank decodes only its slices' samples (input_sharding.py)
     data_sharding: str = "elements"  # "files": each rank reads only its files (file_sharding.py)
@@ -35,7 +36,8 @@ VARIABLES = [
     ("TFMPI_SYNC_BATCHNORM", "0", "1: BatchNormalization moments over the global batch"),
     ("TFMPI_SEED", "(per launch)", "the random seed every rank shares"),
     ("TFMPI_BATCH_CHECK_INTERVAL", "100", "steps between batch-agreement checks (0: never)"),
-    ("TFMPI_SHARES", "adaptive", "adaptive: slices follow measured speeds; equal: equal slices"),
+    ("TFMPI_SHARES", "auto", "adaptive: slices follow measured speeds; equal: equal slices; "
+     "auto: adaptive where the ranks span hosts or speeds were probed, else equal"),
     ("TFMPI_REBALANCE_STEPS", "10", "steps between revisions of adaptive shares (0: never)"),
     ("TFMPI_PROBE_SPEEDS", "(unset)", "each rank's relative speed, the first shares (set by "
      "--placement aware)"),
@@ -75,7 +77,7 @@ class _Reader:
         value = self.text(name).lower()
         if value in choices:
             return value
-        self.bad(name, value, "expected " + " or ".join(choices))
+        self.bad(name, value, "expected " + " or ".join([", ".join(choices[:-1]), choices[-1]]))
         return _DEFAULTS[name]
 
     def whole(self, name, meaning):
@@ -118,7 +120,7 @@ def load():
         batch_check_interval=read.whole("TFMPI_BATCH_CHECK_INTERVAL",
                                         "steps (0 turns the check off)"),
         allow_untested_versions=read.flag("TFMPI_ALLOW_UNTESTED_VERSIONS"),
-        shares=read.choice("TFMPI_SHARES", "adaptive", "equal"),
+        shares=read.choice("TFMPI_SHARES", "auto", "adaptive", "equal"),
         rebalance_steps=read.whole("TFMPI_REBALANCE_STEPS", "steps (0: keep the first shares)"),
         input_sharding=read.flag("TFMPI_INPUT_SHARDING"),
         data_sharding=read.choice("TFMPI_DATA_SHARDING", "elements", "files"),
@@ -136,6 +138,35 @@ def load():
     if read.problems:
         raise SystemExit("\n".join(read.problems))
     return options
+
+
+def resolve_shares(shares, size, local_size, probed):
+    """TFMPI_SHARES=auto as the job runs it (Note [Shares by default])."""
+    if shares != "auto":
+        return shares
+    return "adaptive" if size > local_size or probed else "equal"
+
+
+# Note [Shares by default]
+# Adaptive shares move rows to the ranks that compute faster, which pays where
+# ranks differ: on hosts of unequal speed or load (the launcher's probes,
+# TFMPI_PROBE_SPEEDS, say so before the first step). They cost something
+# everywhere: a rank's slice size comes from a variable, so the traced step
+# sees a batch dimension of unknown size, and what TensorFlow simplifies for a
+# known size runs on every step. On a recurrent model that is a quarter of the
+# step, spent in TensorFlow's executor as Keras' loop runs over the timesteps
+# (which ops, not broken down): a bidirectional LSTM, one process on one core,
+# a slice of 16 rows cut at bounds in variables took 19.6-20.7 ms per step
+# against 15.5-16.3 ms at constant bounds (bench/dynamic_batch.py); under
+# tfmpirun -np 2 on one host, 23.6-26.9 ms adaptive against 18.6-24.6 equal
+# (docs/performance.md). Ranks on one host share its cores, memory and network:
+# unless they are bound to cores that other work also uses, none is lastingly
+# slower than the others, and measured noise can move shares between alike
+# ranks. So by default (TFMPI_SHARES=auto) shares are adaptive where the ranks
+# span more than one host or speeds were probed, and equal (slices of a size
+# the trace knows) where every rank is on one host. Every rank resolves it
+# alike: a job spans hosts on every rank or on none, and TFMPI_PROBE_SPEEDS is
+# a setting every rank shares.
 
 
 # Options that shape the collectives a step runs or the math (how a batch is
