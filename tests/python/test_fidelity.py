@@ -27,6 +27,10 @@ pytest.importorskip("sklearn", reason="the fidelity scripts train on scikit-lear
 
 LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
 SHARDED = {"TFMPI_SHARDED_UPDATE": "1"}
+# On one host the default shares are equal (Note [Shares by default]); the kinds
+# marked ADAPTIVE run the adaptive ones that are the default across hosts: slices
+# cut at bounds read from a variable, rebalanced every 10 steps.
+ADAPTIVE = {"TFMPI_SHARES": "adaptive"}
 
 # kind: (script and arguments, environment, rank counts with Keras 3, with tf_keras).
 # tf_keras runs the kinds whose code paths differ from Keras 3's (its own trainer,
@@ -39,9 +43,10 @@ KINDS = {
     # gradients reduced in buckets of ~1 KiB as the backward pass makes them
     # (Note [Gradient buckets]): several ops per step, the same sums
     "fit_gradient_buckets": (["train_fit.py"], {"TFMPI_GRADIENT_BUCKET_BYTES": "1024"}, (2,), ()),
-    "custom_loop": (["train_custom_loop.py"], {}, (2, 3), (2,)),
+    "custom_loop": (["train_custom_loop.py"], ADAPTIVE, (2, 3), (2,)),
     "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), ()),
-    "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1"}, (2, 4), (2,)),
+    "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1", **ADAPTIVE},
+                           (2, 4), (2,)),
     "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}, (2,), ()),
     "embedding_adam": (["train_sparse_lso_clip.py", "adam"], {}, (2,), ()),
     "fit_steps_per_epoch_sample_weight": (["train_fit_options.py"], {}, (3,), ()),
@@ -60,17 +65,15 @@ KINDS = {
     "tf_keras_random_layers_fit": (["train_random.py", "fit"], {}, (), (2,)),
     "gan_two_optimizers": (["train_gan.py"], {}, (2, 3), ()),
     "add_loss_subclassed_and_dict_inputs": (["train_add_loss.py"], {}, (2, 3), ()),
-    "masked_lstm_and_mean_with_sample_weight": (["train_masked_lstm.py"], {}, (2, 3), (2,)),
+    "masked_lstm_and_mean_with_sample_weight": (["train_masked_lstm.py"], ADAPTIVE, (2, 3), (2,)),
     "lr_and_early_stopping": (["train_callbacks.py"], {}, (2, 3), ()),
     "save_then_load": (["train_save_load.py"], {}, (2, 3), (2,)),
     "compute_average_loss": (["train_average_loss.py"], {}, (2, 3), ()),
-    # adaptive shares on one host (TFMPI_SHARES=auto makes them equal here): slices cut at
-    # bounds read from a variable, rebalanced every 10 steps
-    "input_pipeline": (["train_input_pipeline.py"], {"TFMPI_SHARES": "adaptive"}, (2, 3), (2,)),
+    "input_pipeline": (["train_input_pipeline.py"], ADAPTIVE, (2, 3), (2,)),
     # each rank updates the variables it owns (Note [Sharded update]); the saved optimizer
     # state is brought from the owners; a LossScaleOptimizer with global_clipnorm and
     # sparse gradients run the full update instead, as without it
-    "fit_sharded_update": (["train_fit.py"], SHARDED, (2, 3), ()),
+    "fit_sharded_update": (["train_fit.py"], {**SHARDED, **ADAPTIVE}, (2, 3), ()),
     "custom_loop_sharded_update": (["train_custom_loop.py"], SHARDED, (2,), ()),
     "gan_two_optimizers_sharded_update": (["train_gan.py"], SHARDED, (3,), ()),
     "save_then_load_sharded_update": (["train_save_load.py"], SHARDED, (2,), ()),

@@ -77,17 +77,20 @@ SHARES = "from tfmpi.transparent import state; print(f'SHARES={state.options.sha
 
 
 def test_work_shares_are_equal_on_one_host_unless_probed_or_asked():
-    # Note [Shares by default]: TFMPI_SHARES=auto is adaptive only where the
-    # ranks span hosts (tests/cluster/test_multihost.py) or speeds were probed.
+    # Note [Shares by default]: TFMPI_SHARES=auto is equal only in global-batch
+    # mode on one host without probed speeds; across hosts adaptive
+    # (tests/cluster/test_multihost.py).
     from tfmpi.transparent.config import resolve_shares
 
-    assert resolve_shares("auto", 4, 4, False) == "equal"
-    assert resolve_shares("auto", 4, 2, False) == "adaptive"
-    assert resolve_shares("auto", 4, 4, True) == "adaptive"
-    assert resolve_shares("equal", 4, 1, True) == "equal"
-    assert resolve_shares("adaptive", 4, 4, False) == "adaptive"
+    assert resolve_shares("auto", "global", 4, 4, False) == "equal"
+    assert resolve_shares("auto", "global", 4, 2, False) == "adaptive"
+    assert resolve_shares("auto", "global", 4, 4, True) == "adaptive"
+    assert resolve_shares("auto", "per-rank", 4, 4, False) == "adaptive"  # alike on one host
+    assert resolve_shares("equal", "global", 4, 1, True) == "equal"
+    assert resolve_shares("adaptive", "global", 4, 4, False) == "adaptive"
     for env, expected in (({}, "equal"), ({"TFMPI_PROBE_SPEEDS": "1,2"}, "adaptive"),
-                          ({"TFMPI_SHARES": "adaptive"}, "adaptive")):
+                          ({"TFMPI_SHARES": "adaptive"}, "adaptive"),
+                          ({"TFMPI_BATCH_MODE": "per-rank"}, "adaptive")):
         r = run(["tfmpirun", "-np", "2", "--all-ranks-output", sys.executable, "-c", SHARES],
                 timeout=120, env=env)
         assert r.returncode == 0, r.stdout

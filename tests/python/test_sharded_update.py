@@ -81,9 +81,14 @@ if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
     owners = [] if own is None else list(own)
     with sharded_update.state_on_rank0():  # what a write sees (Note [State to the writer])
         during = slots()
+for v in inner.variables[2:]:  # as a load does: every slot written, on every rank
+    v.assign(np.zeros(v.shape, v.dtype))
+model.save(os.path.join(out, "after-load.keras"))  # a write empties what the load filled
+after_load = [int(np.size(v)) for v in inner.variables[2:]]
 loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
 json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
-           "before": before, "after": after, "during": during, "owners": owners, "shapes": shapes,
+           "before": before, "after": after, "during": during, "owners": owners,
+           "after_load": after_load, "shapes": shapes,
            "saved": [np.asarray(v).tolist() for v in
                      getattr(loaded.optimizer, "inner_optimizer", loaded.optimizer).variables[2:]],
            "iterations": int(inner.iterations.numpy()),  # (a LossScaleOptimizer's own: 0 before Keras 3.12)
@@ -160,6 +165,9 @@ def _held_as_owned(got, ref, rank):
     owners = got["owners"]
     assert got["shapes"] == ref["shapes"], got["shapes"]
     assert len(got["during"]) == len(ref["after"]), got["during"]
+    full = [int(np.size(r)) for r in ref["after"]]
+    assert got["after_load"] == [n if owners[k // 2] == rank else 0 for k, n in enumerate(full)], (
+        f"rank {rank} after a load and a write: {got['after_load']}, owners {owners}")
     for when in ("before", "after", "during"):
         for k, (b, r) in enumerate(zip(got[when], ref["after"])):
             variable = k // 2

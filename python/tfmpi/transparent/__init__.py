@@ -37,7 +37,7 @@ def activate():
     state.active = True
     probed = bool(os.environ.get("TFMPI_PROBE_SPEEDS", "").strip())
     state.options = dataclasses.replace(options, shares=config.resolve_shares(
-        options.shares, state.size, tfmpi.local_size(), probed))
+        options.shares, options.batch_mode, state.size, tfmpi.local_size(), probed))
 
     from tfmpi import variables
     from tfmpi.transparent import output, seeds, import_hooks, threads

@@ -37,7 +37,8 @@ VARIABLES = [
     ("TFMPI_SEED", "(per launch)", "the random seed every rank shares"),
     ("TFMPI_BATCH_CHECK_INTERVAL", "100", "steps between batch-agreement checks (0: never)"),
     ("TFMPI_SHARES", "auto", "adaptive: slices follow measured speeds; equal: equal slices; "
-     "auto: adaptive where the ranks span hosts or speeds were probed, else equal"),
+     "auto: equal in global-batch mode with every rank on one host and no probed speeds, "
+     "else adaptive"),
     ("TFMPI_REBALANCE_STEPS", "10", "steps between revisions of adaptive shares (0: never)"),
     ("TFMPI_PROBE_SPEEDS", "(unset)", "each rank's relative speed, the first shares (set by "
      "--placement aware)"),
@@ -140,11 +141,13 @@ def load():
     return options
 
 
-def resolve_shares(shares, size, local_size, probed):
+def resolve_shares(shares, batch_mode, size, local_size, probed):
     """TFMPI_SHARES=auto as the job runs it (Note [Shares by default])."""
     if shares != "auto":
         return shares
-    return "adaptive" if size > local_size or probed else "equal"
+    if batch_mode != "global" or size > local_size or probed:
+        return "adaptive"
+    return "equal"
 
 
 # Note [Shares by default]
@@ -164,9 +167,15 @@ def resolve_shares(shares, size, local_size, probed):
 # slower than the others, and measured noise can move shares between alike
 # ranks. So by default (TFMPI_SHARES=auto) shares are adaptive where the ranks
 # span more than one host or speeds were probed, and equal (slices of a size
-# the trace knows) where every rank is on one host. Every rank resolves it
-# alike: a job spans hosts on every rank or on none, and TFMPI_PROBE_SPEEDS is
-# a setting every rank shares.
+# the trace knows) in global-batch mode where every rank is on one host. There
+# the split changes only how long a step takes (Note [Global batch],
+# batching.py). In per-rank batch mode the shares decide which samples each
+# rank trains on (Note [Batches by shares], per_rank.py), so there auto is
+# adaptive on one host too: a script behaves alike on one host and on many.
+# Every rank resolves it alike: a job spans hosts on every rank or on none, and
+# the batch mode and TFMPI_PROBE_SPEEDS are settings every rank shares. The
+# agreement check at start-up compares the values as set (auto against
+# adaptive is a difference, even where both would resolve alike).
 
 
 # Options that shape the collectives a step runs or the math (how a batch is

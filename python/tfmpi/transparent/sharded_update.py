@@ -84,7 +84,7 @@ _told = set()
 # raises) they are filled and stay so (the state fit leaves is the 1-process
 # run's); the next fit empties them at its start. A restore or an assign (a
 # load, BackupAndRestore's restore) fills the slots it writes, which stay
-# filled until the next write or fit. So while steps run, a rank's optimizer
+# filled (stale) until the next write or fit empties them. So while steps run, a rank's optimizer
 # state is about 1/N of the whole (as evenly as the deal splits the bytes), and
 # optimizer.variables read then gives empty arrays for slots of variables other
 # ranks own. The broadcast of rank 0's state when a train function is made
@@ -484,16 +484,23 @@ def state_to_rank0():
     return filled
 
 
+def _kept_empty():
+    """The slots other ranks own that this rank keeps empty; a load or an
+    assign may have filled them since."""
+    return [slot for opt in _sharded for slot in _others(opt)
+            if getattr(slot, "_tfmpi_empty", False)]
+
+
 @contextlib.contextmanager
 def state_on_rank0():
     """Rank 0 holds every slot, current, inside (the other ranks only their
-    own); the slots it filled are emptied again on the way out (a write,
-    Note [Owned state])."""
+    own); on the way out the slots rank 0 filled, and on every rank those a
+    load filled, are emptied again (a write, Note [Owned state])."""
     filled = state_to_rank0()
     try:
         yield
     finally:
-        _empty_all(filled)
+        _empty_all(filled + _kept_empty())
 
 
 def install():
