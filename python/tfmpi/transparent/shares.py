@@ -4,7 +4,8 @@ Note [Live shares]
 Under global-batch semantics the split does not change the math (Note [Global
 batch], batching.py: the slice weights s_i / B make every update the
 1-process update), only how long a step takes, about max_i s_i * t_i. So
-slices follow the ranks' speeds (TFMPI_SHARES=adaptive, the default):
+slices follow the ranks' speeds (TFMPI_SHARES=adaptive; the default across
+hosts, Note [Shares by default] in config.py):
 - The cut points c_0 = 0 <= ... <= c_N = 1 live in a variable (float64); the
   compiled step cuts a batch of b at floor(b * c_i + 0.5), the formula of the
   C++ planner (src/tfmpi/planning/shares.h, Note [Work shares]). New shares
