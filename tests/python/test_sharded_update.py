@@ -69,14 +69,14 @@ def slots():
     return [np.asarray(v).tolist() for v in inner.variables[2:]]  # after iterations, learning rate
 shapes = [list(v.shape) for v in inner.variables[2:]]
 before = slots()
-if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
+under_tfmpi = "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ
+if under_tfmpi:
     from tfmpi.transparent import sharded_update
     sharded_update._CHUNK_BYTES = 512  # slots go to the writer in several chunks, some alone
 model.save(os.path.join(out, "model.keras"))
 after = slots()
 owners, during = [], after
-if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
-    from tfmpi.transparent import sharded_update
+if under_tfmpi:
     own = sharded_update._owners.get(inner)  # dealt over the updating optimizer's variables
     owners = [] if own is None else list(own)
     with sharded_update.state_on_rank0():  # what a write sees (Note [State to the writer])

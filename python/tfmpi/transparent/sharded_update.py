@@ -360,10 +360,16 @@ def _refill(opt):
             slot._tfmpi_loose = False
 
 
+def _slot_owners(opt):
+    """(slot, owner rank of its variable) for every slot of `opt`, in the order
+    it made them (alike on every rank)."""
+    owner = _owner_of(opt)
+    return [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ())]
+
+
 def _others(opt):
     """The slots of `opt` whose variables other ranks own."""
-    owner = _owner_of(opt)
-    return [slot for v, slot in _slots.get(_updating(opt), ()) if owner(v) != state.rank]
+    return [slot for slot, r in _slot_owners(opt) if r != state.rank]
 
 
 def _empty_all(slots):
@@ -400,8 +406,7 @@ def sync_state():
     the same point. Returns the slots that were empty."""
     emptied = []
     for opt in _sharded:
-        owner = _owner_of(opt)
-        pairs = [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ())]
+        pairs = _slot_owners(opt)
         for slot, r in pairs:
             if r != state.rank and getattr(slot, "_tfmpi_empty", False):
                 emptied.append(slot)  # storage of its shape again, for the broadcast
@@ -465,10 +470,7 @@ def state_to_rank0():
     owns, current (Note [State to the writer]); emptied ones are filled. Eager,
     on every rank at the same point. Returns the slots rank 0 filled (none
     elsewhere)."""
-    pairs = []
-    for opt in _sharded:
-        owner = _owner_of(opt)
-        pairs += [(slot, owner(v)) for v, slot in _slots.get(_updating(opt), ()) if owner(v) != 0]
+    pairs = [(slot, r) for opt in _sharded for slot, r in _slot_owners(opt) if r != 0]
     filled = []
     for chunk in _chunks(pairs):
         mine = [_as_bytes(tf.convert_to_tensor(slot._value)) if r == state.rank else
