@@ -4,6 +4,7 @@
 #
 #   scripts/sanitizers.sh            logic tier and real-MPI tier (mpiexec), ASan then TSan
 #   scripts/sanitizers.sh logic      logic tier only (scripts/test.sh runs this)
+#   scripts/sanitizers.sh logic-build  builds the logic tier only, runs nothing
 #   scripts/sanitizers.sh mpi        real-MPI tier only (without the > 2 GiB tensor)
 #   scripts/sanitizers.sh python     numpy-API checks under mpirun -np 2, with the
 #                                    extension built with ASan and libasan preloaded
@@ -76,7 +77,8 @@ export TSAN_OPTIONS="suppressions=$SUPP/tsan.supp:${TSAN_OPTIONS:-}"
 case $WHAT in
   all) for san in $SANITIZERS; do logic "$san"; mpi "$san"; done ;;
   logic) for san in $SANITIZERS; do logic "$san"; done ;;
+  logic-build) for san in $SANITIZERS; do build "$san" tfmpi_logic_tests; done ;;
   mpi) for san in $SANITIZERS; do mpi "$san"; done ;;
   python) python_asan ;;
-  *) echo "usage: scripts/sanitizers.sh [all|logic|mpi|python]" >&2; exit 2 ;;
+  *) echo "usage: scripts/sanitizers.sh [all|logic|logic-build|mpi|python]" >&2; exit 2 ;;
 esac

@@ -7,48 +7,83 @@
 #   against it by scripts/mpich.sh), and the fidelity tier again, at 2
 #   ranks, with the oldest supported Keras 3.
 # Every test that starts processes has a timeout.
+#
+# The Python tier runs first. While it runs, the builds the other tiers need
+# (the CTest tree, the two sanitizer trees, tfmpi against MPICH, the oldest
+# Keras) run in the background at the lowest CPU priority (nice 19): the
+# Python tier leaves about a fifth of this machine's two cores idle (single
+# processes, start-up, teardown), and the builds take that time instead of
+# running after it. Their output goes to build/test-builds.log, printed if
+# they fail. Each tier's heading says when it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+START=$(date +%s)
+tier() { echo "== $* (at $(( $(date +%s) - START )) s) =="; }
+
 bash scripts/setup.sh
-
-echo "== C++ logic and MPI tests (ctest) =="
-cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/tests
-ctest --test-dir build/tests --output-on-failure --timeout 600 -j 2
-
-echo "== C++ logic tests under AddressSanitizer and ThreadSanitizer =="
-bash scripts/sanitizers.sh logic
-
-echo "== Python tests (pytest) =="
-# -rs: every skipped test is listed with its reason.
-"$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
-
-echo "== Emulated cluster: the harness, tfmpirun across hosts, Open MPI and MPICH (pytest) =="
-# tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of this
-# tier, where the tier can run (root); there, those tests fail rather than skip
-# without it (tests/cluster/mpich.py).
-if [ "$(id -u)" -eq 0 ]; then
-  bash scripts/mpich.sh
-  export TFMPI_REQUIRE_MPICH=1
-fi
-"$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster
+ROOT=0
+[ "$(id -u)" -eq 0 ] && ROOT=1
+# Installed now, not while tests run (the emulated-cluster tier runs MPICH too).
+[ "$ROOT" -eq 1 ] && bash scripts/apt_install.sh mpich libmpich-dev
 
 # The oldest Keras 3 minor transparent mode supports (tfmpi/transparent/versions.py),
 # in a virtual environment that sees everything else from this Python.
 OLDEST=$("$PYTHON" -c "from tfmpi.transparent.versions import TESTED; print('%d.%d.*' % TESTED['keras'][0])")
-echo "== Fidelity tier with keras==$OLDEST (2 ranks) =="
 VENV=build/keras-oldest
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
 HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDEST%.*}.'))"
-"$VENV/bin/python" -c "$HAS_OLDEST" 2>/dev/null ||
-  "$VENV/bin/python" -m pip install -q --no-deps "keras==$OLDEST" > "$VENV/pip.log" 2>&1 ||
-  { cat "$VENV/pip.log"; echo "test.sh: could not install keras==$OLDEST" >&2; exit 1; }
-"$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; exit 1; }
+
+builds() {
+  cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build/tests
+  bash scripts/sanitizers.sh logic-build
+  # tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of
+  # the emulated-cluster tier, where the tier can run (root).
+  [ "$ROOT" -eq 0 ] || bash scripts/mpich.sh
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
+  "$VENV/bin/python" -c "$HAS_OLDEST" 2>/dev/null ||
+    "$VENV/bin/python" -m pip install -q --no-deps "keras==$OLDEST" ||
+    { echo "test.sh: could not install keras==$OLDEST" >&2; return 1; }
+  "$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; return 1; }
+}
+mkdir -p build
+BUILD_LOG=build/test-builds.log
+tier "Building the other tiers' trees in the background (nice 19, log: $BUILD_LOG)"
+# Job control on for this one job: it gets its own process group, so that an
+# early exit (a failed test) stops the whole build with it.
+set -m
+( set -e; renice -n 19 -p "$BASHPID" >/dev/null; builds ) > "$BUILD_LOG" 2>&1 < /dev/null &
+BUILDS=$!
+set +m
+trap 'kill -- "-$BUILDS" 2>/dev/null || true' EXIT
+
+tier "Python tests (pytest)"
+# -rs: every skipped test is listed with its reason.
+"$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
+
+tier "Waiting for the background builds"
+wait "$BUILDS" || { cat "$BUILD_LOG"; echo "test.sh: the background builds failed (above)" >&2; exit 1; }
+trap - EXIT
+tail -n 3 "$BUILD_LOG"
+
+tier "C++ logic and MPI tests (ctest)"
+ctest --test-dir build/tests --output-on-failure --timeout 600 -j 2
+
+tier "C++ logic tests under AddressSanitizer and ThreadSanitizer"
+bash scripts/sanitizers.sh logic
+
+tier "Emulated cluster: the harness, tfmpirun across hosts, Open MPI and MPICH (pytest)"
+# Where the tier can run (root), the MPICH tests fail rather than skip without
+# the MPICH build (tests/cluster/mpich.py).
+[ "$ROOT" -eq 1 ] && export TFMPI_REQUIRE_MPICH=1
+"$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster
+
+tier "Fidelity tier with keras==$OLDEST (2 ranks)"
 TFMPI_FIDELITY_SIZES=2 "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
     tests/python/test_fidelity.py -k "not tf_keras"
 # The sharded update of a LossScaleOptimizer, whose own variable list Keras
 # leaves empty before 3.12.
 "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python/test_sharded_update.py \
     -k "overflows or 2-True-norm-True"
+tier "Done"
