@@ -88,13 +88,17 @@ def test_work_shares_are_equal_on_one_host_unless_probed_or_asked():
     assert resolve_shares("auto", "per-rank", 4, 4, False) == "adaptive"  # alike on one host
     assert resolve_shares("equal", "global", 4, 1, True) == "equal"
     assert resolve_shares("adaptive", "global", 4, 4, False) == "adaptive"
+    ignored = "ignoring TFMPI_PROBE_SPEEDS='1,x': expected 2 numbers (one per rank)"
     for env, expected in (({}, "equal"), ({"TFMPI_PROBE_SPEEDS": "1,2"}, "adaptive"),
                           ({"TFMPI_SHARES": "adaptive"}, "adaptive"),
-                          ({"TFMPI_BATCH_MODE": "per-rank"}, "adaptive")):
+                          ({"TFMPI_BATCH_MODE": "per-rank"}, "adaptive"),
+                          # ignored, said once: as if nothing were probed
+                          ({"TFMPI_PROBE_SPEEDS": "1,x"}, "equal")):
         r = run(["tfmpirun", "-np", "2", "--all-ranks-output", sys.executable, "-c", SHARES],
                 timeout=120, env=env)
         assert r.returncode == 0, r.stdout
         assert r.stdout.count(f"SHARES={expected}") == 2, (env, r.stdout)
+        assert r.stdout.count(ignored) == ("x" in env.get("TFMPI_PROBE_SPEEDS", "")), r.stdout
 
 
 def test_skip_data_negotiates_but_moves_no_allreduce_data():

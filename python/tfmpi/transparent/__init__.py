@@ -35,9 +35,13 @@ def activate():
         raise SystemExit(2)
     state.rank, state.size = tfmpi.rank(), tfmpi.size()
     state.active = True
-    probed = bool(os.environ.get("TFMPI_PROBE_SPEEDS", "").strip())
+    speeds, problem = config.probed_speeds(state.size)
+    if problem and state.rank == 0:
+        print(f"tfmpi: ignoring TFMPI_PROBE_SPEEDS="
+              f"{os.environ['TFMPI_PROBE_SPEEDS'].strip()!r}: {problem}; "
+              "starting from equal shares", file=sys.stderr, flush=True)
     state.options = dataclasses.replace(options, shares=config.resolve_shares(
-        options.shares, options.batch_mode, state.size, tfmpi.local_size(), probed))
+        options.shares, options.batch_mode, state.size, tfmpi.local_size(), speeds is not None))
 
     from tfmpi import variables
     from tfmpi.transparent import output, seeds, import_hooks, threads

@@ -50,7 +50,7 @@ import tensorflow as tf
 
 from tfmpi import _core
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import naming, state
+from tfmpi.transparent import config, naming, state
 
 _tracker = None
 
@@ -62,20 +62,9 @@ def enabled():
 
 
 def probe_speeds():
-    """The relative speeds tfmpirun --placement aware measured (TFMPI_PROBE_SPEEDS), or None."""
-    text = os.environ.get("TFMPI_PROBE_SPEEDS", "").strip()
-    if not text:
-        return None
-    try:
-        speeds = [float(x) for x in text.split(",")]
-    except ValueError:
-        speeds = []
-    if len(speeds) != state.size:
-        if state.rank == 0:
-            print(f"tfmpi: ignoring TFMPI_PROBE_SPEEDS={text!r}: expected {state.size} numbers "
-                  "(one per rank); starting from equal shares", file=sys.stderr)
-        return None
-    return speeds
+    """The relative speeds tfmpirun --placement aware measured (TFMPI_PROBE_SPEEDS),
+    or None (start-up said so where the value is not one number per rank)."""
+    return config.probed_speeds(state.size)[0]
 
 
 @functools.lru_cache(maxsize=None)
