@@ -37,9 +37,7 @@ def activate():
     state.active = True
     speeds, problem = config.probed_speeds(state.size)
     if problem and state.rank == 0:
-        print(f"tfmpi: ignoring TFMPI_PROBE_SPEEDS="
-              f"{os.environ['TFMPI_PROBE_SPEEDS'].strip()!r}: {problem}; "
-              "starting from equal shares", file=sys.stderr, flush=True)
+        print(f"tfmpi: {problem}; starting from equal shares", file=sys.stderr, flush=True)
     state.options = dataclasses.replace(options, shares=config.resolve_shares(
         options.shares, options.batch_mode, state.size, tfmpi.local_size(), speeds is not None))
 

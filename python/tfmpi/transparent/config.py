@@ -200,32 +200,35 @@ _TENSORFLOW_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tenso
                         "tensorflow-macos", "tf-nightly", "tf-nightly-cpu")
 
 
+def _speeds():
+    """(text, numbers): TFMPI_PROBE_SPEEDS as set, and as numbers (None where a
+    part is not one); ("", None) where unset."""
+    text = os.environ.get("TFMPI_PROBE_SPEEDS", "").strip()
+    try:
+        return text, [float(x) for x in text.split(",")] if text else None
+    except ValueError:
+        return text, None
+
+
 def probed_speeds(size):
     """(speeds, problem): TFMPI_PROBE_SPEEDS as one relative speed per rank,
     or (None, None) where it is unset, or (None, why) where it is not that (the
     value is then ignored: shares start equal, and auto resolves as if nothing
     were probed)."""
-    text = os.environ.get("TFMPI_PROBE_SPEEDS", "").strip()
+    text, speeds = _speeds()
     if not text:
         return None, None
-    try:
-        speeds = [float(x) for x in text.split(",")]
-    except ValueError:
-        speeds = []
-    if len(speeds) != size:
-        return None, f"expected {size} numbers (one per rank)"
+    if speeds is None or len(speeds) != size:
+        return None, f"ignoring TFMPI_PROBE_SPEEDS={text!r}: expected {size} numbers (one per rank)"
     return speeds, None
 
 
 def _probe_speeds():
     """TFMPI_PROBE_SPEEDS as numbers (1 and 1.0 agree), else as given."""
-    text = os.environ.get("TFMPI_PROBE_SPEEDS", "").strip()
+    text, speeds = _speeds()
     if not text:
         return None
-    try:
-        return ",".join(repr(float(x)) for x in text.split(","))
-    except ValueError:
-        return text
+    return ",".join(map(repr, speeds)) if speeds is not None else text
 
 
 def _package_version(*names):
