@@ -9,12 +9,16 @@
 # Every test that starts processes has a timeout.
 #
 # The Python tier runs first. While it runs, the builds the other tiers need
-# (the CTest tree, the two sanitizer trees, tfmpi against MPICH, the oldest
-# Keras) run in the background at the lowest CPU priority (nice 19): the
-# Python tier leaves about a fifth of this machine's two cores idle (single
+# (tfmpi against MPICH and the oldest Keras; the CTest tree and the two
+# sanitizer trees) run in the background at the lowest CPU priority (nice 19):
+# the Python tier leaves about a fifth of this machine's two cores idle (single
 # processes, start-up, teardown), and the builds take that time instead of
-# running after it. Their output goes to build/test-builds.log, printed if
-# they fail. Each tier's heading says when it started.
+# running after it. Then the emulated-cluster tier, which mostly waits (hosts
+# held to fractions of a core, timeouts of lost hosts: about a tenth of the
+# cores busy), runs alongside the C++ tiers and the oldest-Keras tier; those
+# run at nice 19, so the cluster's hosts get the CPU their quotas allow, as
+# when it runs alone. Background output goes to build/test-*.log, printed when
+# it ends or fails. Each tier's heading says when it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -33,11 +37,8 @@ OLDEST=$("$PYTHON" -c "from tfmpi.transparent.versions import TESTED; print('%d.
 VENV=build/keras-oldest
 HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDEST%.*}.'))"
 
-builds() {
-  cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build/tests
-  bash scripts/sanitizers.sh logic-build
+# What the emulated-cluster tier and the oldest-Keras tier need.
+cluster_builds() {
   # tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of
   # the emulated-cluster tier, where the tier can run (root).
   [ "$ROOT" -eq 0 ] || bash scripts/mpich.sh
@@ -47,43 +48,76 @@ builds() {
     { echo "test.sh: could not install keras==$OLDEST" >&2; return 1; }
   "$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; return 1; }
 }
+# What the C++ tiers need.
+ctest_builds() {
+  cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build/tests
+  bash scripts/sanitizers.sh logic-build
+}
+
 mkdir -p build
-BUILD_LOG=build/test-builds.log
-tier "Building the other tiers' trees in the background (nice 19, log: $BUILD_LOG)"
-# Job control on for this one job: it gets its own process group, so that an
-# early exit (a failed test) stops the whole build with it.
-set -m
-( set -e; renice -n 19 -p "$BASHPID" >/dev/null; builds ) > "$BUILD_LOG" 2>&1 < /dev/null &
-BUILDS=$!
-set +m
-trap 'kill -- "-$BUILDS" 2>/dev/null || true' EXIT
+JOBS=()
+# background <log> <nice> <command...>: runs the command in its own process
+# group (job control on for it), so that an early exit (a failed test, Ctrl-C)
+# stops it and everything it started; its pid is left in LAST.
+background() {
+  local log=$1 niceness=$2; shift 2
+  set -m
+  ( set -e; renice -n "$niceness" -p "$BASHPID" >/dev/null; "$@" ) > "$log" 2>&1 < /dev/null &
+  LAST=$!
+  set +m
+  JOBS+=("$LAST")
+}
+trap 'for job in "${JOBS[@]}"; do kill -- "-$job" 2>/dev/null || true; done' EXIT
+# await <pid> <log> <what>: waits for a background job; prints its log and stops if it failed.
+await() {
+  wait "$1" || { cat "$2"; echo "test.sh: $3 failed (its output is above, and in $2)" >&2; exit 1; }
+}
+
+tier "Building the other tiers' trees in the background (nice 19, logs: build/test-builds-*.log)"
+background build/test-builds-cluster.log 19 cluster_builds
+CLUSTER_BUILDS=$LAST
+background build/test-builds-ctest.log 19 ctest_builds
+CTEST_BUILDS=$LAST
 
 tier "Python tests (pytest)"
 # -rs: every skipped test is listed with its reason.
 "$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
 
-tier "Waiting for the background builds"
-wait "$BUILDS" || { cat "$BUILD_LOG"; echo "test.sh: the background builds failed (above)" >&2; exit 1; }
-trap - EXIT
-tail -n 3 "$BUILD_LOG"
-
-tier "C++ logic and MPI tests (ctest)"
-ctest --test-dir build/tests --output-on-failure --timeout 600 -j 2
-
-tier "C++ logic tests under AddressSanitizer and ThreadSanitizer"
-bash scripts/sanitizers.sh logic
-
-tier "Emulated cluster: the harness, tfmpirun across hosts, Open MPI and MPICH (pytest)"
+tier "Waiting for tfmpi against MPICH and the oldest Keras"
+await "$CLUSTER_BUILDS" build/test-builds-cluster.log "building tfmpi against MPICH or the oldest Keras"
+tier "Emulated cluster tier started in the background (log: build/test-cluster.log)"
 # Where the tier can run (root), the MPICH tests fail rather than skip without
 # the MPICH build (tests/cluster/mpich.py).
-[ "$ROOT" -eq 1 ] && export TFMPI_REQUIRE_MPICH=1
-"$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster
+background build/test-cluster.log 0 env TFMPI_REQUIRE_MPICH="$ROOT" \
+    "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/cluster
+CLUSTER=$LAST
+CLUSTER_START=$(( $(date +%s) - START ))
+# Everything from here to the cluster tier's result shares the cores with it, below it.
+LOW=(nice -n 19)
+
+tier "Waiting for the CTest and sanitizer trees"
+await "$CTEST_BUILDS" build/test-builds-ctest.log "building the CTest and sanitizer trees"
+tail -n 3 build/test-builds-ctest.log
+
+tier "C++ logic and MPI tests (ctest)"
+"${LOW[@]}" ctest --test-dir build/tests --output-on-failure --timeout 600 -j 2
+
+tier "C++ logic tests under AddressSanitizer and ThreadSanitizer"
+"${LOW[@]}" bash scripts/sanitizers.sh logic
 
 tier "Fidelity tier with keras==$OLDEST (2 ranks)"
-TFMPI_FIDELITY_SIZES=2 "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
+TFMPI_FIDELITY_SIZES=2 "${LOW[@]}" "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
     tests/python/test_fidelity.py -k "not tf_keras"
 # The sharded update of a LossScaleOptimizer, whose own variable list Keras
 # leaves empty before 3.12.
-"$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python/test_sharded_update.py \
+"${LOW[@]}" "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python/test_sharded_update.py \
     -k "overflows or 2-True-norm-True"
+
+tier "Emulated cluster: the harness, tfmpirun across hosts, Open MPI and MPICH (pytest; started at $CLUSTER_START s)"
+wait "$CLUSTER" && CLUSTER_RC=0 || CLUSTER_RC=$?
+cat build/test-cluster.log
+[ "$CLUSTER_RC" -eq 0 ] || { echo "test.sh: the emulated-cluster tier failed (above)" >&2; exit 1; }
+trap - EXIT
 tier "Done"
