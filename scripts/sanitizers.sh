@@ -19,9 +19,9 @@ WHAT=${1:-all}
 SANITIZERS=${SANITIZERS:-asan tsan}
 SUPP=$PWD/tests/sanitizers
 
-# A sanitizer slows the logic tests 3-30x (ThreadSanitizer most, on the
-# engine's threads-as-ranks tests), and scripts/test.sh runs them while other
-# work shares the cores: their per-test timeout is 600 s here, not 120 s.
+# A sanitizer slows the logic tests 3-30x (ThreadSanitizer most: 66-86 s for
+# one autotune test that takes 3 s without it), more where other work shares
+# the cores: their per-test timeout is 600 s here, not 120 s.
 build() {  # build <sanitizer> <targets...>
   local san=$1; shift
   local flag

@@ -9,12 +9,12 @@
 # Every test that starts processes has a timeout.
 #
 # The Python tier runs first. While it runs, the builds the other tiers need
-# (tfmpi against MPICH and the oldest Keras; the CTest tree and the two
-# sanitizer trees) run as two background jobs at the lowest CPU priority
-# (nice 19): the Python tier leaves about a fifth of this machine's two cores
-# idle (single processes, start-up, teardown), and the builds take that time
-# instead of running after it. Their output goes to build/test-builds-*.log,
-# printed if they fail. Each tier's heading says when it started.
+# (the CTest tree, the two sanitizer trees, tfmpi against MPICH, the oldest
+# Keras) run in the background at the lowest CPU priority (nice 19): the
+# Python tier leaves about a fifth of this machine's two cores idle (single
+# processes, start-up, teardown), and the builds take that time instead of
+# running after it. Their output goes to build/test-builds.log, printed if
+# they fail. Each tier's heading says when it started.
 # The emulated-cluster tier runs alone, although it keeps only about a tenth of
 # the cores busy: with the other tiers beside it at nice 19, the probes of one
 # run saw its one-core host only 1.5x as fast as its 0.4-core host, and a test
@@ -38,8 +38,14 @@ OLDEST=$("$PYTHON" -c "from tfmpi.transparent.versions import TESTED; print('%d.
 VENV=build/keras-oldest
 HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDEST%.*}.'))"
 
-# What the emulated-cluster tier and the oldest-Keras tier need.
-cluster_builds() {
+# No TensorFlow ops in the CTest tree: no CTest test loads them, and the wheel
+# that setup.sh installed has already compiled them (their TensorFlow headers
+# made them the slowest compiles of the tree).
+builds() {
+  cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
+        -DTFMPI_BUILD_TF_OPS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build/tests
+  bash scripts/sanitizers.sh logic-build
   # tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of
   # the emulated-cluster tier, where the tier can run (root).
   [ "$ROOT" -eq 0 ] || bash scripts/mpich.sh
@@ -49,51 +55,25 @@ cluster_builds() {
     { echo "test.sh: could not install keras==$OLDEST" >&2; return 1; }
   "$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; return 1; }
 }
-# What the C++ tiers need.
-# No TensorFlow ops in the CTest tree: no CTest test loads them, and the wheel
-# that setup.sh installed has already compiled them (their TensorFlow headers
-# made them the slowest compiles of the tree).
-ctest_builds() {
-  cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
-        -DTFMPI_BUILD_TF_OPS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build/tests
-  bash scripts/sanitizers.sh logic-build
-}
-
 mkdir -p build
-JOBS=()
-# background <log> <command...>: runs the command at nice 19 in its own
-# process group (job control on for it), so that an early exit (a failed test,
-# Ctrl-C) stops it and everything it started; its pid is left in LAST.
-background() {
-  local log=$1; shift
-  set -m
-  ( set -e; renice -n 19 -p "$BASHPID" >/dev/null; "$@" ) > "$log" 2>&1 < /dev/null &
-  LAST=$!
-  set +m
-  JOBS+=("$LAST")
-}
-trap 'for job in "${JOBS[@]}"; do kill -- "-$job" 2>/dev/null || true; done' EXIT
-# await <pid> <log> <what>: waits for a background job; prints its log and stops if it failed.
-await() {
-  wait "$1" || { cat "$2"; echo "test.sh: $3 failed (its output is above, and in $2)" >&2; exit 1; }
-}
-
-tier "Building the other tiers' trees in the background (nice 19, logs: build/test-builds-*.log)"
-background build/test-builds-cluster.log cluster_builds
-CLUSTER_BUILDS=$LAST
-background build/test-builds-ctest.log ctest_builds
-CTEST_BUILDS=$LAST
+BUILD_LOG=build/test-builds.log
+tier "Building the other tiers' trees in the background (nice 19, log: $BUILD_LOG)"
+# Job control on for this one job: it gets its own process group, so that an
+# early exit (a failed test) stops the whole build with it.
+set -m
+( set -e; renice -n 19 -p "$BASHPID" >/dev/null; builds ) > "$BUILD_LOG" 2>&1 < /dev/null &
+BUILDS=$!
+set +m
+trap 'kill -- "-$BUILDS" 2>/dev/null || true' EXIT
 
 tier "Python tests (pytest)"
 # -rs: every skipped test is listed with its reason.
 "$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
 
 tier "Waiting for the background builds"
-await "$CLUSTER_BUILDS" build/test-builds-cluster.log "building tfmpi against MPICH or the oldest Keras"
-await "$CTEST_BUILDS" build/test-builds-ctest.log "building the CTest and sanitizer trees"
+wait "$BUILDS" || { cat "$BUILD_LOG"; echo "test.sh: the background builds failed (above)" >&2; exit 1; }
 trap - EXIT
-tail -n 3 build/test-builds-ctest.log
+tail -n 3 "$BUILD_LOG"
 
 tier "C++ logic and MPI tests (ctest)"
 ctest --test-dir build/tests --output-on-failure --timeout 600 -j 2

@@ -35,11 +35,11 @@ ADAPTIVE = {"TFMPI_SHARES": "adaptive"}
 # kind: (script and arguments, environment, rank counts with Keras 3, with tf_keras).
 # tf_keras runs the kinds whose code paths differ from Keras 3's (its own trainer,
 # optimizers, metrics, BatchNormalization, RNG, masked losses, saving).
-# Rank counts: `fit` runs at 2, 3 and 4 ranks; the other kinds at one count each,
-# where a second count would repeat what the first checks: at 2 ranks the ragged
-# last batch of every epoch (most kinds) is already split unequally, and the
-# 3-rank runs (an odd count of ranks; shares of 1/3 that round) are the kinds
-# marked (3,) and fit_sharded_update.
+# Rank counts: `fit` runs at 2, 3 and 4 ranks, fit_sync_batchnorm at 2 and 4,
+# fit_sharded_update at 2 and 3, every other kind at one count: a second would
+# repeat what the first checks (at 2 ranks the ragged last batch of every epoch,
+# in most kinds, is already split unequally). The 3-rank runs (an odd count of
+# ranks; shares of 1/3 that round) are those and the kinds marked (3,).
 KINDS = {
     "fit": (["train_fit.py"], {}, (2, 3, 4), (2,)),
     # the autotune search changes the message size and fusion thresholds between steps
