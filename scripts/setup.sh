@@ -12,9 +12,13 @@ APT_PACKAGES=(g++ pkg-config openmpi-bin libopenmpi-dev libgtest-dev googletest
               nlohmann-json3-dev libfmt-dev libcli11-dev robin-map-dev dataset-fashion-mnist
               iproute2 util-linux libhdf5-dev libnetcdf-dev)
 # TensorFlow must be importable when tfmpi builds: its ops compile against it.
+# ml_dtypes (TensorFlow's bfloat16 and float8 types, any 0.5.1 <= version < 1
+# for TensorFlow 2.21): below 0.7, whose import registers its numpy loops in
+# quadratic time. Measured here: 0.65 s of CPU to import 0.7.0, 0.01 s for 0.6.0
+# (about an eighth of `import tensorflow, keras`), paid by every rank at start.
 PIP_PACKAGES=("scikit-build-core>=0.10" "pybind11>=2.10" "cmake>=3.20" ninja "numpy>=1.22"
-              "pytest>=7" "tensorflow-cpu>=2.21,<2.22" "keras>=3.8,<3.16" scikit-learn h5py
-              netCDF4)
+              "pytest>=7" "tensorflow-cpu>=2.21,<2.22" "ml_dtypes>=0.5.1,<0.7"
+              "keras>=3.8,<3.16" scikit-learn h5py netCDF4)
 
 bash scripts/apt_install.sh "${APT_PACKAGES[@]}"
 

@@ -98,6 +98,7 @@ def test_agent_gives_commands_a_clean_environment_in_their_host(need_cluster, mo
         assert unknown.returncode == 255 and "unknown host" in unknown.stderr
 
 
+@pytest.mark.measures_speed
 def test_cpu_quota_holds_a_busy_loop_to_its_share(need_cluster):
     with harness.EmulatedCluster(hosts=2, cpu_quota=[None, 0.25]) as cluster:
         cluster.start_load(1)
@@ -127,6 +128,7 @@ def _read_first(folder, names):
     raise AssertionError(f"none of {names} in {folder}")
 
 
+@pytest.mark.measures_speed
 def test_start_and_stop_load_change_the_hosts_usage(need_cluster):
     with harness.EmulatedCluster(hosts=2) as cluster:
         idle = _rate(cluster, 0, 1.0)
@@ -191,6 +193,7 @@ def _transfer_seconds(cluster, src, dst, nbytes):
     return float(seconds)
 
 
+@pytest.mark.measures_speed
 def test_bandwidth_limit_slows_transfers_to_that_host(need_bandwidth):
     limit_mbit, nbytes = 20, 4_000_000
     with harness.EmulatedCluster(hosts=3, bandwidth_mbit=[None, None, limit_mbit]) as cluster:

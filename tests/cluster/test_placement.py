@@ -22,6 +22,10 @@ sys.path.insert(0, os.path.join(TESTS, "python"))
 
 from mpirun_util import run  # noqa: E402
 
+# Placement follows the speeds the probes measure, and a probe is bounded in
+# time: run alone (scripts/test.sh).
+pytestmark = pytest.mark.measures_speed
+
 # Each rank says where it runs and what it was told; no MPI or Python needed.
 WHERE = ["sh", "-c", 'echo "WHERE rank=$OMPI_COMM_WORLD_RANK host=$(hostname) '
                      'speeds=$TFMPI_PROBE_SPEEDS"']

@@ -18,6 +18,9 @@ sys.path.insert(0, os.path.join(TESTS, "python"))
 
 import fidelity_check  # noqa: E402
 
+# Shares follow the speeds the probes measure: run alone (scripts/test.sh).
+pytestmark = pytest.mark.measures_speed
+
 
 @pytest.fixture(scope="module")
 def unequal_hosts():
