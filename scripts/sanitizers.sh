@@ -26,8 +26,11 @@ build() {  # build <sanitizer> <targets...>
   local san=$1; shift
   local flag
   flag=TFMPI_$(echo "$san" | tr a-z A-Z)
+  # -O1 -g1 (line tables: reports still name file and line): compiles in about
+  # half the time of -O2 -g, the level the sanitizers' documentation suggests.
   cmake -S . -B "build/$san" -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
-        -DTFMPI_LOGIC_TEST_TIMEOUT=600 -DCMAKE_BUILD_TYPE=RelWithDebInfo "-D$flag=ON" >/dev/null
+        -DTFMPI_LOGIC_TEST_TIMEOUT=600 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-D$flag=ON" >/dev/null
   for target in "$@"; do cmake --build "build/$san" --target "$target"; done
 }
 

@@ -8,22 +8,24 @@
 #   ranks, with the oldest supported Keras 3.
 # Every test that starts processes has a timeout.
 #
-# The Python tier runs first. While it runs, the builds the other tiers need
-# (the CTest tree, the two sanitizer trees, tfmpi against MPICH, the oldest
-# Keras) run in the background at the lowest CPU priority (nice 19): the
-# Python tier leaves about a fifth of this machine's two cores idle (single
-# processes, start-up, teardown), and the builds take that time instead of
-# running after it. Their output goes to build/test-builds.log, printed if
-# they fail. Each tier's heading says when it started.
+# The Python tier runs first. It leaves about a quarter of this machine's two
+# cores idle (1-process reference runs, start-up, teardown), so meanwhile the
+# builds the other tiers need (the CTest tree, the two sanitizer trees, tfmpi
+# against MPICH, the oldest Keras), and after them the fidelity tier with the
+# oldest Keras, run in the background at the lowest CPU priority (nice 19),
+# taking that idle time instead of running after the Python tier. Their output
+# goes to build/test-builds.log and build/test-keras-oldest.log, printed when
+# they are waited for. Each tier's heading says when it started.
 # The emulated-cluster tier keeps only about a tenth of the cores busy (its
 # tests mostly wait: for a lost host's timeout, for ranks held to a CPU quota),
-# so most of it runs in the background beside the sanitizer and oldest-Keras
-# tiers. Its tests that measure speed (marked measures_speed: CPU quotas and
-# load as the probes see them, placement and shares by speed, link bandwidth)
-# run afterwards, alone: beside other work, the probes of one run saw its
-# one-core host only 1.5x as fast as its 0.4-core host, and a test of the
-# shares failed (nice does not keep other work from slowing a host that wants
-# a whole core). The two runs select complementary sets: every test runs once.
+# so most of it runs in the background beside the sanitizer tier and the rest
+# of the oldest-Keras tier. Its tests that measure speed (marked
+# measures_speed: CPU quotas and load as the probes see them, placement and
+# shares by speed, link bandwidth) run afterwards, alone: beside other work,
+# the probes of one run saw its one-core host only 1.5x as fast as its
+# 0.4-core host, and a test of the shares failed (nice does not keep other
+# work from slowing a host that wants a whole core). The two runs select
+# complementary sets: every test runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -44,10 +46,13 @@ HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDE
 
 # No TensorFlow ops in the CTest tree: no CTest test loads them, and the wheel
 # that setup.sh installed has already compiled them (their TensorFlow headers
-# made them the slowest compiles of the tree).
+# made them the slowest compiles of the tree). Line tables only (-g1): failures
+# still show file and line, and full debug information took a third of the
+# compile time (scripts/sanitizers.sh does the same).
 builds() {
   cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
-        -DTFMPI_BUILD_TF_OPS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+        -DTFMPI_BUILD_TF_OPS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" >/dev/null
   cmake --build build/tests
   bash scripts/sanitizers.sh logic-build
   # tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of
@@ -59,24 +64,45 @@ builds() {
     { echo "test.sh: could not install keras==$OLDEST" >&2; return 1; }
   "$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; return 1; }
 }
+# The fidelity tier again, at 2 ranks, with the oldest supported Keras 3.
+oldest_keras_tier() {
+  TFMPI_FIDELITY_SIZES=2 "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
+      tests/python/test_fidelity.py -k "not tf_keras"
+  # The sharded update of a LossScaleOptimizer, whose own variable list Keras
+  # leaves empty before 3.12.
+  "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python/test_sharded_update.py \
+      -k "overflows or 2-True-norm-True"
+}
 mkdir -p build
 BUILD_LOG=build/test-builds.log
-tier "Building the other tiers' trees in the background (nice 19, log: $BUILD_LOG)"
+OLDEST_LOG=build/test-keras-oldest.log
+BUILDS_DONE=build/test-builds.done
+rm -f "$BUILDS_DONE"
+tier "In the background (nice 19): the other tiers' builds (log: $BUILD_LOG), then the fidelity tier with keras==$OLDEST (log: $OLDEST_LOG)"
 # Job control on for this one job: it gets its own process group, so that an
-# early exit (a failed test) stops the whole build with it.
+# early exit (a failed test) stops all of it.
 set -m
-( set -e; renice -n 19 -p "$BASHPID" >/dev/null; builds ) > "$BUILD_LOG" 2>&1 < /dev/null &
-BUILDS=$!
+( set -e; renice -n 19 -p "$BASHPID" >/dev/null; builds; touch "$BUILDS_DONE"
+  oldest_keras_tier > "$OLDEST_LOG" 2>&1 ) > "$BUILD_LOG" 2>&1 < /dev/null &
+BACKGROUND=$!
 set +m
-trap 'kill -- "-$BUILDS" 2>/dev/null || true' EXIT
+# On an early exit (a failed tier) every background job is stopped; the
+# emulated-cluster tests get SIGTERM, and the harness removes its hosts.
+BG_JOBS=("$BACKGROUND")
+stop_background() { for job in "${BG_JOBS[@]}"; do kill -- "-$job" 2>/dev/null || true; done; }
+trap stop_background EXIT
 
 tier "Python tests (pytest)"
 # -rs: every skipped test is listed with its reason.
 "$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
 
 tier "Waiting for the background builds"
-wait "$BUILDS" || { cat "$BUILD_LOG"; echo "test.sh: the background builds failed (above)" >&2; exit 1; }
-trap - EXIT
+while [ ! -e "$BUILDS_DONE" ]; do
+  if ! kill -0 "$BACKGROUND" 2>/dev/null; then
+    cat "$BUILD_LOG"; echo "test.sh: the background builds failed (above)" >&2; exit 1
+  fi
+  sleep 2
+done
 tail -n 3 "$BUILD_LOG"
 
 tier "C++ logic and MPI tests (ctest)"
@@ -92,19 +118,16 @@ set -m
     > "$CLUSTER_LOG" 2>&1 < /dev/null &
 CLUSTER=$!
 set +m
-# On an early exit the tests get SIGTERM: the harness removes its hosts.
-trap 'kill -- "-$CLUSTER" 2>/dev/null || true' EXIT
+BG_JOBS+=("$CLUSTER")
 
 tier "C++ logic tests under AddressSanitizer and ThreadSanitizer"
 bash scripts/sanitizers.sh logic
 
-tier "Fidelity tier with keras==$OLDEST (2 ranks)"
-TFMPI_FIDELITY_SIZES=2 "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
-    tests/python/test_fidelity.py -k "not tf_keras"
-# The sharded update of a LossScaleOptimizer, whose own variable list Keras
-# leaves empty before 3.12.
-"$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python/test_sharded_update.py \
-    -k "overflows or 2-True-norm-True"
+tier "Fidelity tier with keras==$OLDEST (2 ranks): waiting for it ($OLDEST_LOG)"
+oldest_rc=0
+wait "$BACKGROUND" || oldest_rc=$?
+cat "$OLDEST_LOG"
+[ "$oldest_rc" -eq 0 ] || { cat "$BUILD_LOG"; echo "test.sh: the keras==$OLDEST tier failed (above)" >&2; exit 1; }
 
 tier "Emulated cluster: waiting for the background tests ($CLUSTER_LOG)"
 cluster_rc=0
