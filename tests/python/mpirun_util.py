@@ -34,5 +34,14 @@ def run(argv, timeout, env=None):
         raise AssertionError(f"timed out after {timeout} s (a hang): {argv}\n{out}") from None
 
 
+def run_into(argv, out, env=None, timeout=300):
+    """Runs argv + [out] with TensorFlow's C++ logs quiet: `out` is a new folder
+    (made here) that the command writes into. Asserts it succeeded."""
+    out.mkdir()
+    r = run(argv + [str(out)], timeout, env={"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+    assert r.returncode == 0, r.stdout
+    return r
+
+
 def run_python(np_, args, timeout=240, env=None):
     return run(mpirun_command(np_) + [sys.executable] + args, timeout, env)

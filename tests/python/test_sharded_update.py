@@ -14,11 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-from mpirun_util import mpirun_command, run
+from mpirun_util import mpirun_command, run, run_into
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
-QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 SCRIPT = """
 import json, os, sys
@@ -97,13 +96,6 @@ json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model
 """
 
 
-def _run(argv, out, env):
-    out.mkdir()
-    r = run(argv + [str(out)], 300, env={**QUIET, **env})
-    assert r.returncode == 0, r.stdout
-    return r
-
-
 def _close(a, b, what):
     assert len(a) == len(b), f"{what}: {len(a)} values, {len(b)} expected"
     for x, y in zip(a, b):
@@ -125,8 +117,8 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
     env = {"CLIP": clip, **({"EAGER": "1"} if eager else {}),
            **({"LOSS_SCALE_FACTOR": "1"} if loss_scale == "factor" else
               {"LOSS_SCALE": "1"} if loss_scale else {})}
-    _run(args, tmp_path / "one", env)
-    r = _run(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many",
+    run_into(args, tmp_path / "one", env)
+    r = run_into(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many",
              {**env, "TFMPI_SHARDED_UPDATE": "1"})
     assert "runs in full" not in r.stdout, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
@@ -187,8 +179,8 @@ def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
     # gradient, not of the ones a rank owns.
     args = ["tfmpirun", "-np", "3", sys.executable, "-c", SCRIPT]
     env = {"LOSS_SCALE": "overflow"}
-    _run(args, tmp_path / "full", {**env, "TFMPI_SHARDED_UPDATE": "0"})
-    r = _run(args, tmp_path / "sharded", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    run_into(args, tmp_path / "full", {**env, "TFMPI_SHARDED_UPDATE": "0"})
+    r = run_into(args, tmp_path / "sharded", {**env, "TFMPI_SHARDED_UPDATE": "1"})
     assert "runs in full" not in r.stdout, r.stdout
     ref = json.load(open(tmp_path / "full" / "rank-0.json"))
     assert 0 < ref["iterations"] < 6, ref["iterations"]  # steps were skipped, not all
@@ -206,8 +198,8 @@ def test_a_rank_that_owns_nothing_still_takes_part(eager, variant, tmp_path):
     # norm's allreduce or the finite check and counts the step.
     args = [sys.executable, "-c", SCRIPT]
     env = {"TINY": "1", **variant, **({"EAGER": "1"} if eager else {})}
-    _run(args, tmp_path / "one", env)
-    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    run_into(args, tmp_path / "one", env)
+    r = run_into(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
     assert "runs in full" not in r.stdout, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     for rank in range(2):
@@ -225,8 +217,8 @@ def test_gradient_accumulation_runs_the_full_update_and_says_why(tmp_path):
     # variable (all slots current before any save), said once on rank 0.
     args = [sys.executable, "-c", SCRIPT]
     env = {"CLIP": "global", "ACCUMULATE": "1"}
-    _run(args, tmp_path / "one", env)
-    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    run_into(args, tmp_path / "one", env)
+    r = run_into(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
     assert r.stdout.count("gradient_accumulation_steps (the accumulated updates are not "
                           "sharded)") == 1, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
@@ -264,8 +256,8 @@ def _ends_as_one_process(script, tmp_path, env=None):
     2-rank run."""
     env = env or {}
     args = [sys.executable, "-c", script]
-    _run(args, tmp_path / "one", env)
-    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
+    run_into(args, tmp_path / "one", env)
+    r = run_into(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     for rank in range(2):
         got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
@@ -326,8 +318,8 @@ def test_fit_holds_only_owned_slots_while_training_and_leaves_the_whole_state(tm
     # on a rank); the checkpoint written mid-fit and the state each fit leaves
     # are the 1-process run's.
     args = [sys.executable, "-c", FIT_SCRIPT]
-    _run(args, tmp_path / "one", {})
-    r = _run(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
+    run_into(args, tmp_path / "one", {})
+    r = run_into(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {"TFMPI_SHARDED_UPDATE": "1"})
     assert "runs in full" not in r.stdout, r.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
     assert len(ref["sizes"]) == 3 and all(s == ref["full"] for s in ref["sizes"]), ref["sizes"]

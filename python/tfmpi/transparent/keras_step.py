@@ -59,8 +59,7 @@ def fused_train_step(model):
             warnings.warn("The model does not have any trainable weights.")
         if summable and reduced is None:  # nothing was reduced with gradients
             reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
-        for i, r in zip(summable, reduced or []):
-            values[i] = r
+        metrics_patches.combine(metrics, values, summable, reduced or [])
         return metrics_patches.logs_from_results(
             metrics_patches.results_from_states(metrics, values))
 

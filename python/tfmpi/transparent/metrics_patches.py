@@ -13,6 +13,7 @@ Evaluation and prediction always split the batch (steps.py), also in
 per-rank batch mode, so every sample is counted exactly once. Code that runs
 on rank 0 alone (Note [Rank-0 sections], rank0.py) reads rank 0's own state.
 Losses: see losses.py.
+Note [Metric state aggregation] says how a state is combined when it is not a sum.
 A rank whose slice of a batch is empty (a batch smaller than N, or a work
 share that rounds to no rows) still runs the step; a mean it takes over its
 slice is NaN. Its weight is zero everywhere (gradients, losses), and a NaN it
@@ -21,6 +22,7 @@ poisoned by a slice that holds no samples (zero_nan_on_empty_slice).
 """
 
 import functools
+import sys
 
 import tensorflow as tf
 
@@ -28,12 +30,104 @@ from tfmpi.transparent import batching, collectives, flags, rank0, state
 
 SUMMABLE = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
 
+# Note [Metric state aggregation]
+# A metric's state variable says how replicas combine it: the `aggregation` of
+# Keras 3's add_variable and of tf_keras' add_weight, "sum" by default in both
+# (every built-in metric keeps sums). Ranks combine each state as tf.distribute
+# reads such a variable across replicas: "sum" is the sum over ranks,
+# "mean" the mean over ranks, "only_first_replica" rank 0's value; "none"
+# (which tf.distribute refuses to read across replicas) is summed, as before.
+# All of them go in the one sum over ranks that carries the others: a rank
+# other than 0 adds zeros for an "only_first_replica" state (its own value
+# stays its own), and a "mean" state's sum is divided by the number of ranks
+# afterwards. Only additive states (sums and counts over samples) give the
+# 1-process value. A state the script's own update_state keeps otherwise (a
+# running max, the last batch's value) can't be recovered from the ranks'
+# states, so rank 0 says once per such metric class that its result may
+# differ from the 1-process run's (tfmpi can't tell an additive state from
+# another by its code).
+_NOT_A_SCRIPT = ("keras", "tf_keras", "tensorflow", "tfmpi")
+_noticed_classes = set()
+
+
+def aggregation(variable):
+    """How ranks combine a metric state: "sum", "mean" or "only_first_replica"
+    (Note [Metric state aggregation])."""
+    kind = getattr(variable, "aggregation", None)
+    kind = str(getattr(kind, "name", kind)).lower()  # tf_keras: a tf.VariableAggregation
+    return kind if kind in ("mean", "only_first_replica") else "sum"
+
+
+def contribution(variable, value):
+    """What this rank adds to the sum over ranks of the state `variable`
+    holding `value`."""
+    if state.rank != 0 and aggregation(variable) == "only_first_replica":
+        return tf.zeros_like(value)
+    return value
+
+
+def combined(variable, summed):
+    """The state `variable` combined over ranks, from the sum of the ranks'
+    contributions."""
+    if aggregation(variable) != "mean":
+        return summed
+    if summed.dtype.is_integer:
+        return summed // state.size
+    return summed / tf.cast(state.size, summed.dtype)
+
+
+def _leaves(metrics):
+    """The metrics themselves, with containers (Keras' compiled metrics)
+    replaced by what they hold."""
+    out = []
+    for m in metrics:
+        inner = getattr(m, "metrics", None)
+        if not isinstance(inner, (list, tuple)):
+            inner = getattr(m, "_metrics", None)
+        inner = [x for x in inner if x is not m] if isinstance(inner, (list, tuple)) else []
+        out.extend(_leaves(inner) if inner else [m])
+    return out
+
+
+def note_script_metrics(metrics):
+    """Rank 0 says once per class that a metric whose update_state the script
+    defines is combined by its states' aggregation (Note [Metric state aggregation])."""
+    for m in _leaves(metrics):
+        cls = type(m)
+        if cls in _noticed_classes or not m.variables:  # (no state yet: looked at again later)
+            continue
+        _noticed_classes.add(cls)
+        update = getattr(cls, "update_state", None)
+        module = getattr(update, "__module__", None) or cls.__module__
+        if state.rank == 0 and module.partition(".")[0] not in _NOT_A_SCRIPT:
+            print(f"tfmpi: note: metric {m.name!r} ({cls.__name__}) updates its state with the "
+                  "script's own code: its states are combined over ranks by their aggregation "
+                  "(a sum unless add_variable/add_weight says \"mean\" or "
+                  "\"only_first_replica\"), so its result is the 1-process result only if its "
+                  "states are sums over samples (docs/transparent.md, What the run prints and "
+                  "returns).", file=sys.stderr)
+
 
 def summable_states(metrics):
     """(every state value of `metrics` in order, the positions of the ones
-    summed over ranks)."""
-    values = [tf.convert_to_tensor(v) for m in metrics for v in m.variables]
-    return values, [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
+    combined over ranks). A combined position holds this rank's contribution to
+    the sum over ranks; `combine` makes the states of the sums."""
+    note_script_metrics(metrics)
+    variables = [v for m in metrics for v in m.variables]
+    values = [tf.convert_to_tensor(v) for v in variables]
+    summable = [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
+    for i in summable:
+        values[i] = contribution(variables[i], values[i])
+    return values, summable
+
+
+def combine(metrics, values, summable, summed):
+    """`values` with each position in `summable` the state combined from its
+    sum over ranks, `summed` (in the order of `summable`)."""
+    variables = [v for m in metrics for v in m.variables]
+    for i, s in zip(summable, summed):
+        values[i] = combined(variables[i], s)
+    return values
 
 
 def results_from_states(metrics, values):
@@ -52,8 +146,7 @@ def global_results(metrics):
     values, summable = summable_states(metrics)
     if summable:
         reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
-        for i, r in zip(summable, reduced):
-            values[i] = r
+        combine(metrics, values, summable, reduced)
     return results_from_states(metrics, values)
 
 

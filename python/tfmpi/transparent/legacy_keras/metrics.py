@@ -7,7 +7,9 @@ the sums are assigned, result() runs, and the local values are assigned back,
 so the next update still adds to this rank's own state. In a tf.function the
 reads and writes of one variable run in program order (automatic control
 dependencies), eagerly they run as written. Summing is right for the additive
-state of Keras' built-in metrics (see ../metrics_patches.py).
+state of Keras' built-in metrics (see ../metrics_patches.py); a state whose
+aggregation is "mean" or "only_first_replica" is combined as Note [Metric
+state aggregation] says.
 """
 
 import tensorflow as tf
@@ -18,16 +20,21 @@ _SUMMABLE = metrics_patches.SUMMABLE
 
 
 def summable_states(metrics):
-    """The metrics' summable state variables and this rank's values of them."""
+    """The metrics' summable state variables, this rank's values of them, and
+    what this rank adds to their sums over ranks (Note [Metric state
+    aggregation])."""
+    metrics_patches.note_script_metrics(metrics)
     variables = [v for m in metrics for v in m.variables if v.dtype in _SUMMABLE]
-    return variables, [tf.identity(tf.convert_to_tensor(v)) for v in variables]
+    local = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
+    return variables, local, [metrics_patches.contribution(v, x) for v, x in zip(variables, local)]
 
 
 def results_from_sums(metrics, read, variables, local, summed):
-    """[read(metric)] with `variables` holding `summed` while they are read,
-    and their `local` values afterwards (Note [Swapped metric state])."""
+    """[read(metric)] with `variables` holding the states combined from
+    `summed` while they are read, and their `local` values afterwards (Note
+    [Swapped metric state])."""
     for v, s in zip(variables, summed):
-        v.assign(s)
+        v.assign(metrics_patches.combined(v, s))
     with flags.inside("stateless"):
         results = [read(m) for m in metrics]
     # The restores must follow the reads that produced `results`.
@@ -39,10 +46,10 @@ def results_from_sums(metrics, read, variables, local, summed):
 
 def swapped_results(metrics, read):
     """[read(metric)] with every metric's state replaced by its sum over ranks."""
-    variables, local = summable_states(metrics)
+    variables, local, contributions = summable_states(metrics)
     if not variables:
         return [read(m) for m in metrics]
-    summed = collectives.allreduce_sum(local, "metrics")
+    summed = collectives.allreduce_sum(contributions, "metrics")
     return results_from_sums(metrics, read, variables, local, summed)
 
 

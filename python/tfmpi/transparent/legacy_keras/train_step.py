@@ -30,12 +30,12 @@ def fused_train_step(model):
         model._validate_target_and_loss(y, loss)
         model.compiled_metrics.update_state(y, y_pred, sample_weight)
         metrics = model.metrics
-        variables, local = legacy_metrics.summable_states(metrics)
-        with collectives.riding_with_gradients(local) as riders:
+        variables, local, contributions = legacy_metrics.summable_states(metrics)
+        with collectives.riding_with_gradients(contributions) as riders:
             model.optimizer.minimize(loss, model.trainable_variables, tape=tape)
         summed = riders.reduced
         if variables and summed is None:  # no gradient was reduced
-            summed = collectives.allreduce_sum(local, "metrics")
+            summed = collectives.allreduce_sum(contributions, "metrics")
         results = legacy_metrics.results_from_sums(metrics, lambda m: m.result(), variables,
                                                    local, summed or [])
         return metrics_patches.results_dict(zip(metrics, results))
