@@ -214,6 +214,24 @@ def test_train_on_batch_after_fit_trains_as_one_process(flavour, tmp_path):
     _trains_as_one_process(flavour, FIT_THEN_BATCH, tmp_path)
 
 
+MULTI_STEP = SMALL_DATA + """
+model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.Dropout(0.25), keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse", steps_per_execution=3)
+history = model.fit(x, y, batch_size=32, epochs=2, validation_split=0.25, verbose=0).history
+loss = history["loss"] + history["val_loss"] + [model.evaluate(x, y, batch_size=40, verbose=0)]
+json.dump({"loss": [float(v) for v in loss], "weights": [w.tolist() for w in model.get_weights()]},
+          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_steps_per_execution_and_validation_split_train_as_one_process(flavour, tmp_path):
+    # Three steps per call of the train function, each split over the ranks (144
+    # training rows in batches of 32: calls of 3 and 2 steps, a ragged last batch),
+    # the last quarter of the arrays held out by Keras before it shuffles, Dropout.
+    _trains_as_one_process(flavour, MULTI_STEP, tmp_path)
+
+
 PREDICT = """
 import sys
 import numpy as np
