@@ -47,7 +47,7 @@ def fused_train_step(model):
         if model._compile_metrics is not None:
             model._compile_metrics.update_state(y, y_pred, sample_weight)
         metrics = model.metrics
-        values, summable = metrics_patches.summable_states(metrics)
+        variables, values, summable = metrics_patches.summable_states(metrics)
         reduced = None
         if model.trainable_weights:
             trainable_weights = model.trainable_weights
@@ -59,7 +59,7 @@ def fused_train_step(model):
             warnings.warn("The model does not have any trainable weights.")
         if summable and reduced is None:  # nothing was reduced with gradients
             reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
-        metrics_patches.combine(metrics, values, summable, reduced or [])
+        metrics_patches.combine(variables, values, summable, reduced or [])
         return metrics_patches.logs_from_results(
             metrics_patches.results_from_states(metrics, values))
 

@@ -109,22 +109,21 @@ def note_script_metrics(metrics):
 
 
 def summable_states(metrics):
-    """(every state value of `metrics` in order, the positions of the ones
-    combined over ranks). A combined position holds this rank's contribution to
-    the sum over ranks; `combine` makes the states of the sums."""
+    """(every state variable of `metrics` in order, their values, the positions
+    of the ones combined over ranks). A combined position holds this rank's
+    contribution to the sum over ranks; `combine` makes the states of the sums."""
     note_script_metrics(metrics)
     variables = [v for m in metrics for v in m.variables]
     values = [tf.convert_to_tensor(v) for v in variables]
     summable = [i for i, t in enumerate(values) if t.dtype in SUMMABLE]
     for i in summable:
         values[i] = contribution(variables[i], values[i])
-    return values, summable
+    return variables, values, summable
 
 
-def combine(metrics, values, summable, summed):
+def combine(variables, values, summable, summed):
     """`values` with each position in `summable` the state combined from its
     sum over ranks, `summed` (in the order of `summable`)."""
-    variables = [v for m in metrics for v in m.variables]
     for i, s in zip(summable, summed):
         values[i] = combined(variables[i], s)
     return values
@@ -143,10 +142,10 @@ def results_from_states(metrics, values):
 
 def global_results(metrics):
     """[(metric, result)] computed from the sum of every rank's metric state."""
-    values, summable = summable_states(metrics)
+    variables, values, summable = summable_states(metrics)
     if summable:
         reduced = collectives.allreduce_sum([values[i] for i in summable], "metrics")
-        combine(metrics, values, summable, reduced)
+        combine(variables, values, summable, reduced)
     return results_from_states(metrics, values)
 
 
