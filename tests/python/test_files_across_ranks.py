@@ -1,10 +1,12 @@
 """Saving and loading under tfmpirun (Notes [Rank-0 sections] and [Reading
 rank 0's files]): rank 0 writes, every rank waits for the write and raises
 what it raised; every load reads rank 0's files, so nothing needs a shared
-filesystem. The no-shared-filesystem tests give every rank but 0 a private,
+filesystem; `tf.data` file caches are one per rank (Note [Cache files per
+rank]). The no-shared-filesystem tests give every rank but 0 a private,
 empty view of the working folder (a mount namespace with a tmpfs over it), as
 on a cluster without shared storage; they need root and util-linux' unshare,
-and say so when skipped. Each case runs with Keras 3 and with tf_keras."""
+and say so when skipped. Each saving case runs with Keras 3 and with tf_keras
+(the cache case with Keras 3 alone: the caches are TensorFlow's)."""
 
 import glob
 import os
@@ -223,3 +225,59 @@ def test_checkpoint_manager_restores_rank0s_checkpoint_without_a_shared_fs(tmp_p
     first = [np.load(p) for p in glob.glob(str(out / "w-*-first.npy"))]
     assert len(second) == 2 and np.array_equal(second[0], second[1])
     assert not np.array_equal(second[0], first[0]), "the second run did not continue training"
+
+
+CACHED = """
+import json, os, sys
+import numpy as np, tensorflow as tf
+import keras
+work, out = sys.argv[1], sys.argv[2]
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+tf.config.experimental.enable_op_determinism()
+keras.utils.set_random_seed(3)
+rng = np.random.default_rng(0)
+x = rng.normal(size=(2000, 8)).astype("float32")
+y = (x[:, :1] - 0.5 * x[:, 1:2]).astype("float32")
+# A cache the whole pass writes while the ranks step together (a lock held for
+# the pass), and one named by a string tensor, before the maps that the ranks
+# split (Note [Sharded input]); an in-memory cache stays in memory.
+first = (tf.data.Dataset.from_tensor_slices((x, y)).cache(os.path.join(work, "plain"))
+         .map(lambda a, b: (a * 2.0, b)).batch(32))
+second = (tf.data.Dataset.from_tensor_slices((x, y))
+          .cache(tf.constant(os.path.join(work, "named"))).map(lambda a, b: (a, b + 1.0))
+          .cache().batch(50))
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="relu"),
+                          keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.01), "mse")
+loss = model.fit(first, epochs=2, verbose=0).history["loss"]
+loss += model.fit(second, epochs=2, verbose=0).history["loss"]
+json.dump({"loss": [float(v) for v in loss], "weights": [w.tolist() for w in model.get_weights()]},
+          open(os.path.join(out, f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_dataset_file_caches_are_per_rank_and_train_as_one_process(tmp_path):
+    # Ranks on one host used to write one cache file together: every rank but the
+    # first failed in its first epoch on TensorFlow's cache lock (Note [Cache files
+    # per rank]). A second run reads the caches the first one wrote.
+    import json
+    dirs = {name: tmp_path / name for name in ("work1", "one", "work2", "two", "again")}
+    for d in dirs.values():
+        d.mkdir()
+    r = run([sys.executable, "-c", CACHED, str(dirs["work1"]), str(dirs["one"])], 300, env=QUIET)
+    assert r.returncode == 0, r.stdout
+    assert sorted(os.listdir(dirs["work1"])) == sorted(
+        f"{c}.{part}" for c in ("plain", "named") for part in ("index", "data-00000-of-00001"))
+    ref = json.load(open(dirs["one"] / "rank-0.json"))
+    for out in ("two", "again"):  # writes the caches, then reads them back
+        r = tfmpirun(tmp_path, 2, CACHED, [dirs["work2"], dirs[out]], {})
+        assert r.returncode == 0, r.stdout
+        assert r.stdout.count("tfmpi: note: Dataset.cache(") == 1, r.stdout  # rank 0, once
+        for rank in (0, 1):
+            got = json.load(open(dirs[out] / f"rank-{rank}.json"))
+            np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
+            for a, b in zip(got["weights"], ref["weights"]):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
+    assert sorted(os.listdir(dirs["work2"])) == sorted(
+        f"{c}.tfmpi-rank{r}-of-2.{part}" for c in ("plain", "named") for r in (0, 1)
+        for part in ("index", "data-00000-of-00001"))

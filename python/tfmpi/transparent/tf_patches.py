@@ -1,7 +1,8 @@
 """TensorFlow-level patches: the version gate (versions.py), the refusal of
 tf.distribute strategies, the shared seed, the slicing of custom training
 loops (custom_loops.py), compute_average_loss (losses.py), checkpoints
-(side_effects.py) and random ops (randomness.py)."""
+(side_effects.py), random ops (randomness.py) and tf.data file caches
+(dataset_cache.py)."""
 
 from tfmpi.transparent import versions
 
@@ -31,8 +32,8 @@ def _forbid_strategies():
 
 def install(tf):
     versions.check("tensorflow")  # first: the modules below need a working TensorFlow
-    from tfmpi.transparent import (custom_loops, empty_batch, losses, randomness, seeds,
-                                   side_effects)
+    from tfmpi.transparent import (custom_loops, dataset_cache, empty_batch, losses, randomness,
+                                   seeds, side_effects)
 
     seeds.seed_tensorflow()
     _forbid_strategies()
@@ -41,3 +42,4 @@ def install(tf):
     side_effects.install_checkpoint(tf)
     randomness.install_tensorflow(tf)
     empty_batch.install_tensorflow(tf)
+    dataset_cache.install_tensorflow()

@@ -32,6 +32,7 @@ REQUIRED = {
     "tensorflow": {
         "tensorflow.python.data.ops.dataset_ops": ["DatasetV2.__iter__", "DatasetV2._inputs"],
         "tensorflow.python.data.ops.structured_function": ["StructuredFunctionWrapper.__init__"],
+        "tensorflow.python.data.ops.cache_op": ["CacheDataset.__init__"],
         "tensorflow.python.distribute.distribute_lib": ["StrategyBase.__init__"],
         "tensorflow": ["random.stateless_uniform", "random.Generator.uniform",
                        "nn.experimental.stateless_dropout", "nn.experimental.general_dropout",
