@@ -52,17 +52,26 @@ if where == "fit":
     model.fit(dataset, epochs=2, verbose=0)
 else:
     optimizer = keras.optimizers.SGD(0.01)
-    for xb, yb in dataset:
+    def step(xb, yb):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean((model(xb) - yb) ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    if where == "loop":
+        for xb, yb in dataset:
+            step(xb, yb)
+    else:  # the iterator made eagerly, read inside a tf.function
+        iterator = iter(dataset)
+        function = tf.function(lambda: step(*next(iterator)))
+        for _ in range(16):
+            function()
 print("TRAINED", flush=True)
 """
 
 
 @pytest.mark.parametrize("cause,where", [("nondeterministic", "fit"), ("file_order", "fit"),
-                                         ("unseeded", "fit"), ("unseeded", "loop")])
+                                         ("unseeded", "fit"), ("unseeded", "loop"),
+                                         ("unseeded", "function")])
 def test_ranks_reading_different_batches_stop_in_the_first_epoch(cause, where, tmp_path):
     r = run(["tfmpirun", "-np", "2", sys.executable, "-c", PIPELINES, cause, where, str(tmp_path)],
             240, env=QUIET)
@@ -72,8 +81,10 @@ def test_ranks_reading_different_batches_stop_in_the_first_epoch(cause, where, t
     assert "ranks [1] drew a different batch from rank 0" in r.stdout, r.stdout
     if where == "fit":
         assert "fit, epoch 1, step " in r.stdout, r.stdout
-    else:
+    elif where == "loop":
         assert "custom loop's pass over its dataset, step " in r.stdout, r.stdout
+    else:
+        assert "in a tf.function of a custom loop, pass 1, step " in r.stdout, r.stdout
     assert "deterministic=False" in r.stdout and "sort the file list" in r.stdout
 
 

@@ -171,24 +171,26 @@ json.dump({"loss": [float(v) for v in history["loss"]],
 """
 
 
-def _trains_as_one_process(flavour, body, tmp_path):
+def _trains_as_one_process(flavour, body, tmp_path, np_=2):
     """`body` (writing {"loss": [...], "weights": [...]} to rank-R.json in argv[1])
-    under tfmpirun -np 2 gives every rank the 1-process run's losses and weights."""
+    under tfmpirun -np `np_` gives every rank the 1-process run's losses and
+    weights. Returns what the 1-process run and each rank wrote."""
     import json
     code, env = script(flavour, body), {**QUIET, **flavour[1]}
     (tmp_path / "one").mkdir()
-    (tmp_path / "two").mkdir()
+    (tmp_path / "many").mkdir()
     one = run([sys.executable, "-c", code, str(tmp_path / "one")], 300, env=env)
     assert one.returncode == 0, one.stdout
-    two = run(["tfmpirun", "-np", "2", sys.executable, "-c", code, str(tmp_path / "two")],
-              300, env=env)
-    assert two.returncode == 0, two.stdout
+    many = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", code, str(tmp_path / "many")],
+               300, env=env)
+    assert many.returncode == 0, many.stdout
     ref = json.load(open(tmp_path / "one" / "rank-0.json"))
-    for rank in (0, 1):  # every rank against the 1-process run
-        got = json.load(open(tmp_path / "two" / f"rank-{rank}.json"))
+    ranks = [json.load(open(tmp_path / "many" / f"rank-{rank}.json")) for rank in range(np_)]
+    for rank, got in enumerate(ranks):  # every rank against the 1-process run
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         for a, b in zip(got["weights"], ref["weights"]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank}")
+    return ref, ranks
 
 
 def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, tmp_path):
@@ -262,6 +264,82 @@ def test_sequences_and_generators_train_as_one_process(flavour, tmp_path):
     # Python generator with steps_per_epoch (epochs cut across its passes): every
     # rank draws each whole batch and the step splits it.
     _trains_as_one_process(flavour, GENERATED, tmp_path)
+
+
+ADAPTED = SMALL_DATA + """
+import tensorflow as tf
+features = (rng.normal(size=(300, 5)) * 2 + 3).astype("float32")
+norm = keras.layers.Normalization()
+norm.adapt(tf.data.Dataset.from_tensor_slices(features).batch(64))
+other = keras.layers.Normalization()
+other.adapt(tf.data.Dataset.from_tensor_slices(features[:, :2]).batch(50))
+text = keras.layers.TextVectorization(max_tokens=12)
+text.adapt(tf.data.Dataset.from_tensor_slices([f"w{i % 37} w{i % 11} w{i % 5}" for i in range(300)])
+           .batch(64))
+model = keras.Sequential([keras.Input((5,)), norm, keras.layers.Dense(8, activation="relu"),
+                          keras.layers.Dense(1)])
+model.compile(keras.optimizers.SGD(0.05), "mse")
+loss = model.fit(features[:192], y, batch_size=32, epochs=2, verbose=0).history["loss"]
+loss += [float(v) for v in np.ravel(other.mean)] + [float(v) for v in np.ravel(other.variance)]
+loss += [float(v) for v in np.ravel(text(tf.constant(["w0 w1 w4 w10 w36"])))]
+json.dump({"loss": [float(v) for v in loss], "weights": [w.tolist() for w in model.get_weights()]},
+          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_preprocessing_layers_adapt_to_the_whole_data(flavour, tmp_path):
+    # adapt iterates a tf.data dataset, which custom-loop slicing used to cut: every
+    # rank learnt its own mean and vocabulary (Keras 3), or adapt failed (tf_keras).
+    # The Normalization layer's mean and variance are among the model's weights.
+    _trains_as_one_process(flavour, ADAPTED, tmp_path, np_=3)
+
+
+FUNCTION_READS = SMALL_DATA + """
+import tensorflow as tf
+data = (tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 1.5, b)).batch(32)
+        .repeat())
+model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="tanh"),
+                          keras.layers.Dense(1)])
+optimizer = keras.optimizers.Adam(0.05)
+mse, mean = keras.losses.MeanSquaredError(), keras.metrics.Mean()
+rows = tf.Variable(0, dtype=tf.int64)
+def step(xb, yb):
+    rows.assign_add(tf.shape(xb, out_type=tf.int64)[0])
+    with tf.GradientTape() as tape:
+        loss = mse(yb, model(xb))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    mean.update_state(loss)
+iterator = iter(data)  # made eagerly, read inside functions
+@tf.function
+def one(it):
+    step(*next(it))
+def body(i):
+    step(*next(iterator))
+    return i + 1
+@tf.function
+def several(n):  # tf.while_loop: autograph has no source to convert under python -c
+    tf.while_loop(lambda i: i < n, body, [tf.constant(0)])
+loss = []
+for _ in range(4):
+    one(iterator)
+    loss.append(float(mean.result()))
+for _ in range(3):
+    several(tf.constant(4))
+    loss.append(float(mean.result()))
+json.dump({"loss": loss, "weights": [w.tolist() for w in model.get_weights()],
+           "rows": int(rows.numpy())}, open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
+"""
+
+
+def test_an_iterator_read_inside_a_function_is_split(flavour, tmp_path):
+    # The iterator is made eagerly and read by next() inside tf.functions (passed as an
+    # argument, and closed over in a while loop): it used to fail in the batch check;
+    # now each call takes this rank's slice of the next batch (Note [Iterators read in a
+    # function]), 32 rows cut 11 + 11 + 10 over 3 ranks.
+    ref, ranks = _trains_as_one_process(flavour, FUNCTION_READS, tmp_path, np_=3)
+    assert [got["rows"] for got in ranks] == [176, 176, 160], ranks
+    assert ref["rows"] == 512
 
 
 PREDICT = """

@@ -59,6 +59,12 @@ def _report_uncaught_errors(tfmpi):
     previous = sys.excepthook
 
     def excepthook(kind, value, traceback):
+        if "tfmpi.transparent.batch_check" in sys.modules:  # a check in the script's own function
+            from tfmpi.transparent import batch_check
+
+            mismatch = batch_check.translate(value)
+            if mismatch is not None:
+                print(f"{type(mismatch).__name__}: {mismatch}", file=sys.stderr)
         try:
             tfmpi.set_exit_reason(f"{kind.__name__}: {value}")
         except Exception:  # the engine may already be gone; the traceback matters more

@@ -38,6 +38,7 @@ CAUSES = (
     "TFMPI_BATCH_CHECK_INTERVAL=0 turns this check off.")
 
 _counters = {}  # loop name -> tf.Variable int64 [pass, step]
+CUSTOM_LOOP = "custom_loop"  # a custom loop's iterator read inside a tf.function
 
 
 def _fingerprint_rows(t):
@@ -99,18 +100,20 @@ def pass_started():
         v.assign([int(v[0]) + 1, 0])
 
 
-def graph_check(data, split=None, when=None):
+def graph_check(data, split=None, when=None, loop=None):
     """Inside a step Keras compiles: check the global batch `data` when due
     (and `when`, a bool tensor every rank computes alike, holds).
     For a slice a sharded pipeline made (input_sharding.py), `split` is its
     [lo, size, B, fingerprint of the undecoded global batch]: the
-    fingerprints are compared and the slices must partition the batch."""
+    fingerprints are compared and the slices must partition the batch.
+    `loop` names the counter (default: the innermost Keras loop's)."""
     if not enabled():
         return
-    loop = loops.innermost() or "step"
+    loop = loop or loops.innermost() or "step"
     counts = _counter(loop).assign_add([0, 1])
     epoch, step = counts[0], counts[1] - 1
-    where = _MARK + "[" + loop + ", " + ("epoch {}, step {}" if loop == "fit" else "pass {}, step {}")
+    label = "a tf.function of a custom loop" if loop == CUSTOM_LOOP else loop
+    where = _MARK + "[" + label + ", " + ("epoch {}, step {}" if loop == "fit" else "pass {}, step {}")
 
     def compare():
         if split is None:
@@ -143,10 +146,15 @@ def graph_check(data, split=None, when=None):
 
 
 class EagerCheck:
-    """The same check for a custom loop's iterator (one pass per iterator)."""
+    """The same check for a custom loop's iterator (one pass per iterator).
+    Read inside a tf.function, the iterator checks in the graph instead, on
+    the counter CUSTOM_LOOP, whose pass this starts."""
 
     def __init__(self):
         self.step = 0
+        if enabled():
+            v = _counter(CUSTOM_LOOP)  # made eagerly, not inside the script's trace
+            v.assign([v[0] + 1, 0])
 
     def check(self, element, split=None):
         """`split`: as for graph_check, for a slice of a sharded pipeline."""

@@ -2,8 +2,20 @@
 (`for x, y in dataset:`): each rank gets its slice of every batch (global
 batch mode) or whole batches dealt round-robin (per-rank mode, per_rank.py).
 
+Note [Iterators read in a function]
+A script may make the iterator eagerly and read it inside a tf.function
+(`it = iter(dataset)`, then `next(it)` in a function that takes `it` or
+closes over it, often in a `tf.range` loop of several steps). The slicing
+iterator then runs while the function is traced: it reads the inner
+iterator's next element as an op of the function, and slices it and records
+the split as ops too, so every call of the function takes the next batch and
+this rank's rows of it, as the eager loop does. The work shares are the ones
+in force when the function runs (the cuts are variables); they are revised
+only from eagerly read batches, whose steps are timed one by one.
+
 A pipeline of the shape input_sharding.py rewrites is rewritten first, so
-each rank decodes only its slices (Note [Sharded input]).
+each rank decodes only its slices (Note [Sharded input]). A preprocessing
+layer's adapt reads whole batches (Note [Adapt reads whole batches], adapt.py).
 
 The split is recorded in variables (batching.py, Note [Split context]) when a
 batch is handed out, and cleared when the loop ends: when the iterator is
@@ -12,7 +24,8 @@ exhausted, or dropped by a `break`.
 
 import tensorflow as tf
 
-from tfmpi.transparent import batch_check, batching, input_sharding, loops, shares, state
+from tfmpi.transparent import (adapt, batch_check, batching, flags, input_sharding, loops, shares,
+                               state)
 
 _BATCHING = {"_BatchDataset", "_PaddedBatchDataset", "_ParallelBatchDataset",
              "_DenseToRaggedDataset", "_DenseToSparseBatchDataset", "_RebatchDataset",
@@ -51,6 +64,8 @@ class SlicingIterator:
         return self
 
     def __next__(self):
+        if not tf.executing_eagerly():
+            return self._next_in_graph()
         try:
             element = next(self._inner)
         except StopIteration:
@@ -69,6 +84,26 @@ class SlicingIterator:
             batching.record_split(split)
             shares.custom_loop_step(first=not self._taken)  # Note [Live shares]
             self._taken = True
+        return local
+
+    def _next_in_graph(self):
+        """The next batch read inside a tf.function that the script handed
+        this iterator (made eagerly): the same slice and split, as ops of the
+        function, which run at every call (Note [Iterators read in a
+        function]). The end of the data surfaces as the function's
+        OutOfRangeError, as for any iterator read in a function."""
+        element = next(self._inner)
+        sharded = input_sharding.unwrap(element)
+        if sharded is None:
+            batch_check.graph_check(element, loop=batch_check.CUSTOM_LOOP)
+            local, split = batching.slice_batch(element)
+        else:
+            local, split, given = sharded
+            batch_check.graph_check(local, given, loop=batch_check.CUSTOM_LOOP)
+        if split is not None:
+            state.custom_split_seen = True
+            SlicingIterator._latest = self
+            batching.record_split(split)
         return local
 
     def get_next(self):
@@ -96,7 +131,7 @@ def install():
 
     def __iter__(self):
         if (state.size == 1 or loops.inside_keras_loop() or not tf.executing_eagerly()
-                or not is_batched(self)):
+                or flags.active(adapt.FLAG) or not is_batched(self)):
             return original_iter(self)
         if state.options.batch_mode == "global":
             plan = input_sharding.plan_for(self)

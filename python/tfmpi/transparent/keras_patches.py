@@ -5,9 +5,11 @@ from tfmpi.transparent import seeds, state, versions
 
 
 def install():
-    from tfmpi.transparent import (batchnorm, fused_updates, input_sharding, losses, metrics_patches,
-                                   optimizer_patches, per_rank, randomness, sharded_update,
-                                   side_effects, trainer_patches)
+    import keras
+
+    from tfmpi.transparent import (adapt, batchnorm, fused_updates, input_sharding, losses,
+                                   metrics_patches, optimizer_patches, per_rank, randomness,
+                                   sharded_update, side_effects, trainer_patches)
 
     versions.check("keras")
     seeds.seed_keras()
@@ -21,5 +23,6 @@ def install():
     per_rank.install()
     input_sharding.install()
     randomness.install_keras()
+    adapt.install(keras.layers, keras.utils)
     if state.options.fused_updates:
         fused_updates.install()

@@ -12,7 +12,9 @@ result is read.
 
 def install():
     """Called once, by the import hook for tf_keras."""
-    from tfmpi.transparent import losses, randomness, seeds, versions
+    import tf_keras
+
+    from tfmpi.transparent import adapt, losses, randomness, seeds, versions
     from tfmpi.transparent.legacy_keras import (batchnorm, metrics, optimizers, side_effects,
                                                 training)
 
@@ -25,3 +27,4 @@ def install():
     side_effects.install()
     batchnorm.install()
     randomness.install_tf_keras()
+    adapt.install(tf_keras.layers, tf_keras.layers.experimental.preprocessing, tf_keras.utils)
