@@ -281,3 +281,67 @@ def test_dataset_file_caches_are_per_rank_and_train_as_one_process(tmp_path):
     assert sorted(os.listdir(dirs["work2"])) == sorted(
         f"{c}.tfmpi-rank{r}-of-2.{part}" for c in ("plain", "named") for r in (0, 1)
         for part in ("index", "data-00000-of-00001"))
+
+
+SAVED_MODEL = """
+import os, sys
+import numpy as np, tensorflow as tf
+import keras
+work, out = sys.argv[1], sys.argv[2]
+keras.utils.set_random_seed(2)
+x = np.random.default_rng(0).random((96, 4)).astype("float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(16, activation="relu"),
+                          keras.layers.Dense(1)])
+model.compile("adam", "mse")
+class Serving(tf.Module):
+    def __init__(self, model):
+        self.model = model
+    @tf.function(input_signature=[tf.TensorSpec([None, 4])])
+    def serve(self, x):
+        return self.model(x)
+outputs = []
+for epoch in range(2):  # save to one path again and again, loading it back each time
+    model.fit(x, x[:, :1], batch_size=16, epochs=1, verbose=0)
+    tf.saved_model.save(Serving(model), os.path.join(work, "served"))
+    loaded = tf.saved_model.load(os.path.join(work, "served"))  # held: its variables live with it
+    outputs.append(loaded.serve(x).numpy())
+model.export(os.path.join(work, "exported"), verbose=False)  # Keras' export saves a SavedModel
+outputs.append(np.asarray(keras.layers.TFSMLayer(os.path.join(work, "exported"),
+                                                 call_endpoint="serve")(x)))
+writer = tf.summary.create_file_writer(os.path.join(work, "logs"))
+with writer.as_default():
+    for step in range(3):
+        tf.summary.write("loss", tf.constant(0.5 * step), step=step)
+writer.flush()
+np.save(os.path.join(out, f"w-{os.getpid()}.npy"),
+        np.concatenate([np.ravel(model.predict(x, verbose=0))] + [o.ravel() for o in outputs]))
+with open(os.path.join(out, f"listing-{os.getpid()}"), "w") as f:  # what this rank's folder holds
+    f.write(" ".join(sorted(os.listdir(work))))
+"""
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_saved_models_and_summaries_are_rank0s(shared, tmp_path):
+    # tf.saved_model.save is rank 0's write and load reads rank 0's copy, also where the
+    # other rank has no shared filesystem (Keras' export and TFSMLayer go through them); summary writers write on rank 0 only, so the
+    # log folder holds one event file, not one per rank.
+    _, reason = _layout("keras3", shared)
+    if reason:
+        pytest.skip(reason)
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    out.mkdir()
+    r = tfmpirun(tmp_path, 2, SAVED_MODEL, [work, out], {}, private=None if shared else work)
+    assert r.returncode == 0, r.stdout
+    got = [np.load(p) for p in glob.glob(str(out / "w-*.npy"))]
+    assert len(got) == 2, r.stdout
+    for values in got:  # each load gives what the model computed when it was saved
+        predicted, first, second, exported = np.split(values, 4)
+        np.testing.assert_allclose(second, predicted, rtol=1e-6)
+        np.testing.assert_allclose(exported, predicted, rtol=1e-6)
+        assert not np.allclose(first, second)  # the second save replaced the first
+    np.testing.assert_array_equal(got[0], got[1])
+    assert len(list((work / "logs").glob("events.out.tfevents.*"))) == 1
+    listings = sorted(p.read_text() for p in out.glob("listing-*"))
+    if not shared:  # the other rank wrote nothing and loaded rank 0's SavedModel
+        assert listings == ["", "exported logs served"], listings

@@ -8,6 +8,8 @@ on rank 0 only (they write as they go); the others wait for them when
 training ends, so their files are complete when fit returns.
 Reads (Note [Reading rank 0's files], shipping.py): load_model, load_weights,
 BackupAndRestore's restore, tf.train.Checkpoint's read and restore.
+tf.saved_model.save and load are a write and a read of the same kind; summary
+writers the script makes write on rank 0 only.
 """
 
 import functools
@@ -157,6 +159,54 @@ def install_checkpoint(tf):
     wrap_methods(tf.train.Checkpoint, _reads("save_path"), ("read", "restore"))
     wrap_methods(tf.train.CheckpointManager, _writes, ("save",))
     _manager_restores_rank0(tf.train.CheckpointManager)
+
+
+def _replace_tf_function(module, name, wrap):
+    """`module.name` (a TensorFlow function) and its public names
+    (tensorflow._api.*, the tf.* modules) replaced by wrap(original). Keyed to
+    the implementation: a public module made later (TensorFlow makes a second
+    tf.saved_model when something imports it by that name) copies the
+    wrapped function from there."""
+    original = getattr(module, name)
+    if getattr(original, "_tfmpi_wrapped", False):
+        return
+    wrapped = wrap(original)
+    wrapped._tfmpi_wrapped = True
+    setattr(module, name, wrapped)
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is not None and (mod_name.startswith("tensorflow._api.")
+                                or mod_name in ("tensorflow.saved_model", "tensorflow.summary")):
+            for attr, value in list(vars(mod).items()):
+                if value is original:
+                    setattr(mod, attr, wrapped)
+
+
+def install_saved_model():
+    """tf.saved_model.save is rank 0's write; tf.saved_model.load (and what
+    calls it, such as Keras' TFSMLayer) reads rank 0's copy."""
+    if state.size == 1:
+        return
+    from tensorflow.python.saved_model import load, save
+
+    _replace_tf_function(save, "save", lambda f: _writes("tf.saved_model.save", f))
+    _replace_tf_function(load, "load", lambda f: shipping.reads(f, "export_dir"))
+
+
+def install_summaries():
+    """Ranks other than 0 get a summary writer that writes nothing: a log
+    folder holds one run's events, rank 0's, as Keras' TensorBoard callback
+    writes them (it exists on rank 0 only)."""
+    if state.size == 1 or state.rank == 0:
+        return
+    from tensorflow.python.ops import summary_ops_v2
+
+    def wrap(original):
+        @functools.wraps(original)
+        def create_file_writer(*args, **kwargs):
+            return summary_ops_v2.create_noop_writer()
+        return create_file_writer
+
+    _replace_tf_function(summary_ops_v2, "create_file_writer_v2", wrap)
 
 
 def install():

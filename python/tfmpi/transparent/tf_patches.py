@@ -40,6 +40,8 @@ def install(tf):
     custom_loops.install()
     losses.install_tensorflow(tf)
     side_effects.install_checkpoint(tf)
+    side_effects.install_saved_model()
+    side_effects.install_summaries()
     randomness.install_tensorflow(tf)
     empty_batch.install_tensorflow(tf)
     dataset_cache.install_tensorflow()

@@ -39,6 +39,9 @@ REQUIRED = {
                        "nn.compute_average_loss", "train.Checkpoint.write",
                        "train.Checkpoint.restore", "train.CheckpointManager.restore_or_initialize",
                        "image.stateless_random_flip_left_right"],
+        "tensorflow.python.saved_model.save": ["save"],
+        "tensorflow.python.saved_model.load": ["load"],
+        "tensorflow.python.ops.summary_ops_v2": ["create_file_writer_v2", "create_noop_writer"],
     },
     "keras": {
         "keras.src.backend.tensorflow.trainer": [
