@@ -173,12 +173,8 @@ def _replace_tf_function(module, name, wrap):
     wrapped = wrap(original)
     wrapped._tfmpi_wrapped = True
     setattr(module, name, wrapped)
-    for mod_name, mod in list(sys.modules.items()):
-        if mod is not None and (mod_name.startswith("tensorflow._api.")
-                                or mod_name in ("tensorflow.saved_model", "tensorflow.summary")):
-            for attr, value in list(vars(mod).items()):
-                if value is original:
-                    setattr(mod, attr, wrapped)
+    for package in ("tensorflow._api", "tensorflow.saved_model", "tensorflow.summary"):
+        replace_everywhere(original, wrapped, package)
 
 
 def install_saved_model():
