@@ -7,7 +7,8 @@ evaluate, predict and a custom loop. Pipelines that cannot be rewritten say so
 and are decoded whole on every rank, as TFMPI_INPUT_SHARDING=0 asks. Whether
 the training math is unchanged is the fidelity tier's input_pipeline kind
 (with adaptive shares). Here the shares are equal, so that no
-slice is empty: an empty slice decodes one row it then drops."""
+cut is empty (an empty cut decodes one row it then drops, and its step
+gathers the ranks' rows: Note [Batches smaller than the ranks])."""
 
 import collections
 import os

@@ -23,6 +23,34 @@ slice_batch while the step is traced (tracing_split). Custom loops are split
 eagerly, outside the functions they call, so there the split is also kept in a
 variable (state.split, total 0 when nothing is split) that a traced function
 reads when it runs.
+
+Note [Batches smaller than the ranks]
+A batch of B >= N rows gives every rank a slice of at least one row (Note
+[Work shares]). A batch of B < N rows (a last batch of one row, predicting
+one sample) is not split at all: every rank computes it whole, weighted 1/N
+(the split is "replicated": start 0, size B, total B, weight 1/N). No rank
+ever runs the model on an empty slice, so no op has to handle zero rows (many
+of TensorFlow's do not: a transposed convolution on 0 rows fails inside its
+kernel). The math stays the 1-process math, as if the batch were N copies of
+itself, each weighted 1/N:
+- gradients: sum_i (1/N) g = g, the 1-process gradient;
+- losses: a mean is the 1-process mean on every rank; a "sum" loss keeps
+  scale 1 (sum_i (1/N) L = L, not 1 / w_i); normalisers summed over ranks
+  (masks, sample weights) are N times the local one, and so is every
+  rank's share of them (losses.py);
+- synchronized BatchNormalization sums N copies of the batch's sums and
+  counts: the same moments (batchnorm.py);
+- random draws: the global shape is the slice's, so every rank draws the
+  1-process noise for all B rows (randomness.py);
+- metric states would count the batch N times: on every rank but 0, a
+  metric's update leaves its state as it was (metrics_patches.count_once);
+- predict: rank 0 alone hands in the batch's outputs to the gather
+  (steps.sliced_predict).
+A sharded pipeline (input_sharding.py, file_sharding.py) hands each rank only
+its rows, so where any rank's slice would be empty (B < N, or a rank whose
+files ran out), the ranks first allgather their rows (gather_rows): then every
+rank holds the global batch and cuts it as above. That costs one allgather of
+the batch's rows on such steps only.
 """
 
 import collections
@@ -34,8 +62,11 @@ import tensorflow as tf
 from tfmpi.transparent import shares, state
 
 # static_total: the batch size where the trace knows it (None otherwise, and
-# for splits made by a sharded pipeline)
-Split = collections.namedtuple("Split", "start size total weight static_total", defaults=(None,))
+# for splits made by a sharded pipeline); replicated: a bool tensor, true
+# where every rank holds the whole batch (Note [Batches smaller than the ranks]),
+# or None where that cannot happen.
+Split = collections.namedtuple("Split", "start size total weight static_total replicated",
+                               defaults=(None, None))
 
 _local = threading.local()
 
@@ -57,8 +88,9 @@ def sum_scale_variable():
 
 
 def split_variable():
-    """[start, size, total] of the split a custom loop made last (total 0: none)."""
-    return _variable("split", [0, 0, 0], tf.int64, "tfmpi_split")
+    """[start, size, total, replicated] of the split a custom loop made last
+    (total 0: none; replicated 1: every rank holds the whole batch)."""
+    return _variable("split", [0, 0, 0, 0], tf.int64, "tfmpi_split")
 
 
 def batches_per_step_variable():
@@ -80,8 +112,18 @@ def record_split(split, per_rank=False):
     training step to 1/N of it (Note [Batches by shares], per_rank.py)."""
     weight_variable().assign(split.weight)
     parts = float(state.size) if per_rank else 1.0
-    sum_scale_variable().assign(tf.math.divide_no_nan(1.0, parts * split.weight))
-    split_variable().assign(tf.stack([split.start, split.size, split.total]))
+    scale = tf.math.divide_no_nan(1.0, parts * split.weight)
+    if split.replicated is not None:  # N copies of the batch, each 1/N: Note [Batches smaller than the ranks]
+        scale = tf.where(split.replicated, tf.constant(1.0 / parts), scale)
+    sum_scale_variable().assign(scale)
+    split_variable().assign(tf.stack([split.start, split.size, split.total,
+                                      _replicated_flag(split)]))
+
+
+def _replicated_flag(split):
+    if split.replicated is None:
+        return tf.constant(0, tf.int64)
+    return tf.cast(split.replicated, tf.int64)
 
 
 def record_unsplit(weight):
@@ -89,7 +131,7 @@ def record_unsplit(weight):
     weight_variable().assign(weight)
     sum_scale_variable().assign(1.0)
     if state.split is not None:
-        state.split.assign([0, 0, 0])
+        state.split.assign([0, 0, 0, 0])
 
 
 def reset_weight():
@@ -99,7 +141,7 @@ def reset_weight():
     if state.sum_scale is not None:
         state.sum_scale.assign(1.0)
     if state.split is not None:
-        state.split.assign([0, 0, 0])
+        state.split.assign([0, 0, 0, 0])
 
 
 @contextlib.contextmanager
@@ -119,24 +161,24 @@ def traced_split():
 
 
 def variable_split():
-    """(start, size, total) read from state.split (total 0: not split), or None
-    when no custom loop was ever split."""
+    """(start, size, total, replicated) read from state.split (total 0: not
+    split), or None when no custom loop was ever split."""
     if state.split is None:
         return None
     v = tf.convert_to_tensor(state.split)
-    return Split(v[0], v[1], v[2], None)
+    return Split(v[0], v[1], v[2], None, None, tf.logical_and(v[2] > 0, tf.equal(v[3], 1)))
 
 
-def empty_slice():
-    """A bool tensor, true while this rank's slice of the current batch is
-    empty (a batch smaller than N, or a share that rounds to no rows); None
-    outside a split step and before any custom loop was split."""
+def replicated():
+    """A bool tensor, true while every rank holds the whole current batch
+    (Note [Batches smaller than the ranks]); None outside a split step and
+    before any custom loop was split."""
     split = traced_split()
     if split is None or tf.executing_eagerly():
-        if state.split is None:
-            return None
         split = variable_split()
-    return tf.logical_and(tf.greater(split.total, 0), tf.equal(split.size, 0))
+    if split is None or split.replicated is None:
+        return None
+    return split.replicated
 
 
 def all_slice_bounds(batch_size):
@@ -185,7 +227,8 @@ def slice_batch(data, whole=None):
     """This rank's slice of every batched tensor in `data`, and its Split;
     where `whole` (a bool tensor) holds, the whole batch, weighted 1/N (a
     batch of this rank's own in per-rank mode, Note [Batches by shares],
-    per_rank.py).
+    per_rank.py). A batch of fewer rows than ranks is not split: every rank
+    takes it whole, weighted 1/N (Note [Batches smaller than the ranks]).
 
     Works eagerly and in graph mode. Returns (data, None) when nothing in
     `data` has a batch dimension.
@@ -195,8 +238,13 @@ def slice_batch(data, whole=None):
         return data, None
     batch = _rows(first)
     start, size = slice_bounds(batch)
-    if whole is not None:
-        start, size = tf.where(whole, tf.zeros_like(start), start), tf.where(whole, batch, size)
+    replicated = tf.less(batch, tf.constant(state.size, batch.dtype))
+    if whole is None:
+        whole = replicated
+    else:  # a batch of the rank's own is not the others'
+        replicated = tf.logical_and(tf.logical_not(whole), replicated)
+        whole = tf.logical_or(whole, replicated)
+    start, size = tf.where(whole, tf.zeros_like(start), start), tf.where(whole, batch, size)
 
     def cut(t):
         if isinstance(t, (tf.Tensor, tf.RaggedTensor)) and t.shape.rank != 0:
@@ -204,7 +252,46 @@ def slice_batch(data, whole=None):
         return t
 
     weight = tf.math.divide_no_nan(tf.cast(size, tf.float32), tf.cast(batch, tf.float32))
-    if whole is not None:
-        weight = tf.where(whole, tf.constant(1.0 / state.size), weight)
+    weight = tf.where(whole, tf.constant(1.0 / state.size), weight)
     static = tf.compat.dimension_value(first.shape[0])
-    return tf.nest.map_structure(cut, data), Split(start, size, batch, weight, static)
+    return tf.nest.map_structure(cut, data), Split(start, size, batch, weight, static, replicated)
+
+
+def gather_rows(data, name):
+    """Every rank's rows of the batched tensors in `data`, in rank order: the
+    global batch of which each rank holds a contiguous slice (Note [Batches
+    smaller than the ranks]). `name` (shared by the ranks) names the
+    collectives. Works eagerly and in graph mode. Dtypes the engine does not
+    move travel as their bytes (strings: their lengths and bytes)."""
+    from tfmpi.tensorflow import ops as tops
+    from tfmpi.transparent.collectives import NATIVE
+
+    def gather(i, t):
+        key = f"{name}/{i}"
+        if not isinstance(t, tf.Tensor) or t.shape.rank == 0:
+            return t
+        if t.dtype in NATIVE:
+            return tops.allgather(t, name=key)
+        if t.dtype == tf.string:
+            return _gather_strings(t, key)
+        as_bytes = tf.bitcast(t, tf.uint8)  # [rows, ..., itemsize]
+        return tf.bitcast(tops.allgather(as_bytes, name=key), t.dtype)
+
+    flat = tf.nest.flatten(data)
+    return tf.nest.pack_sequence_as(data, [gather(i, t) for i, t in enumerate(flat)])
+
+
+def _gather_strings(t, key):
+    """allgather of a string tensor: its byte lengths and its bytes."""
+    from tfmpi.tensorflow import ops as tops
+
+    inner = tf.shape(t, out_type=tf.int64)[1:]
+    flat = tf.reshape(t, [-1])
+    lengths = tf.strings.length(flat, unit="BYTE")
+    data = tf.io.decode_raw(tf.strings.reduce_join(flat), tf.uint8)
+    all_lengths = tops.allgather(tf.cast(lengths, tf.int64), name=key + "/lengths")
+    all_data = tops.allgather(tf.reshape(data, [-1]), name=key + "/bytes")
+    one_byte = tf.constant([bytes([b]) for b in range(256)])
+    chars = tf.RaggedTensor.from_row_lengths(tf.gather(one_byte, tf.cast(all_data, tf.int32)),
+                                             all_lengths)
+    return tf.reshape(tf.strings.reduce_join(chars, axis=1), tf.concat([[-1], inner], 0))

@@ -30,8 +30,10 @@ allgathers its batch's row count (an exhausted rank counts 0 and offers an
 empty batch); the step goes ahead while any rank has rows (or, where the
 script batched with drop_remainder=True, while every rank has a full
 slice), with slice [lo, size, b] from the counts, and every rank ends the
-pass at the same step. Nothing is dropped: a rank that runs out trains on
-empty slices (weight 0) until the others are done.
+pass at the same step. Nothing is dropped: once a rank has run out, the
+ranks gather the rows they have at each step and cut them as a global batch
+(Note [Batches smaller than the ranks], batching.py), until the others are
+done: no rank runs the model on an empty slice.
 
 The agreement sits at the very end of the pipeline, with no prefetch after
 it (the script's prefetch is applied before it, and tf.data's injected
@@ -156,7 +158,8 @@ def _no_rows(spec):
 
 def rewrite(plan):
     """This rank's pipeline: its files, batched to its slice, every batch
-    agreed with the other ranks. Elements {KEY_SPLIT: [lo, size, b, 0],
+    agreed with the other ranks. Elements {KEY_SPLIT: [lo, size, b, 0, 1 if
+    some rank has no rows],
     KEY_DATA: the rank's rows} (input_sharding.unwrap reads them)."""
     from tfmpi.transparent.input_sharding import KEY_DATA, KEY_SPLIT, reapply_after
 
@@ -192,7 +195,8 @@ def rewrite(plan):
         size = tf.where(real, batching.leading_dim(x), tf.constant(0, tf.int64))
         sizes = tops.allgather(tf.reshape(size, [1]), name=name)
         lo = tf.reduce_sum(sizes[:state.rank])
-        return x, tf.stack([lo, size, tf.reduce_sum(sizes), tf.constant(0, tf.int64)])
+        some_empty = tf.cast(tf.reduce_any(tf.equal(sizes, 0)), tf.int64)
+        return x, tf.stack([lo, size, tf.reduce_sum(sizes), tf.constant(0, tf.int64), some_empty])
 
     def go_on(x, info):
         return tf.equal(info[2], full) if plan.drop_remainder else info[2] > 0

@@ -34,8 +34,10 @@ moved so that every slice keeps a row when b >= N: shares.at_least_one_row),
 so none of its slices is longer than the rank's full slice and batching the
 stream gives back exactly one slice per batch. Any contiguous partition in
 rank order gives the 1-process math (weights s_i / b); every rank computes
-the same one. An empty slice (a batch smaller than N) still decodes one row,
-dropped after decoding, so it has its structure and shapes.
+the same one. An empty cut (a batch smaller than N) still decodes one row,
+dropped after decoding, so it has its structure and shapes; the step then
+gathers the ranks' rows and every rank computes the whole batch (Note
+[Batches smaller than the ranks], batching.py).
 
 The cuts L are the work shares in force when the pipeline's iterator is made
 (an epoch starts, a custom loop starts a pass): the pipeline is rewritten
@@ -61,7 +63,7 @@ import sys
 
 import tensorflow as tf
 
-from tfmpi.transparent import batch_check, batching, file_sharding, loops, shares, state
+from tfmpi.transparent import batch_check, batching, file_sharding, loops, naming, shares, state
 
 KEY_SPLIT = "tfmpi_slice_split"
 KEY_DATA = "tfmpi_slice_data"
@@ -255,8 +257,8 @@ def _remembered(key, keep, make):
 
 def rewrite(plan):
     """The rewritten dataset, cut with the work shares in force now: elements
-    {KEY_SPLIT: [lo, size, B, fingerprint], KEY_DATA: this rank's rows of the
-    global batch, decoded}. Made once per pipeline and cuts: tracing its
+    {KEY_SPLIT: [lo, size, B, fingerprint, 1 if some rank's cut is empty],
+    KEY_DATA: this rank's rows of the global batch, decoded}. Made once per pipeline and cuts: tracing its
     functions again every pass would cost more than it saves. A plan of
     file_sharding.py gives the rank's files (Note [File sharding])."""
     full = _full_bounds(plan.batch_size)
@@ -275,7 +277,8 @@ def _rewrite(plan, full):
         # so no slice of it is longer than the rank's slice of a full batch.
         cut = shares.at_least_one_row(batch * tf.constant(full, tf.int64) // plan.batch_size, batch)
         fp = batch_check.fingerprint(flat)[0] if check else tf.constant(0, tf.int64)
-        return cut[r], cut[r + 1] - cut[r], (batch, fp)
+        some_empty = tf.cast(batch < state.size, tf.int64)  # Note [Batches smaller than the ranks]
+        return cut[r], cut[r + 1] - cut[r], (batch, fp, some_empty)
 
     stream = _stream(plan, select, max(1, full[r + 1] - full[r]))
     return reapply_after(plan, stream.map(lambda data, info: {KEY_SPLIT: info, KEY_DATA: data}))
@@ -348,13 +351,33 @@ def plan_for_adapter(adapter):
 
 
 def unwrap(data):
-    """(slice, Split, fingerprint) for an element of a rewritten dataset, else None."""
+    """(slice, Split, [lo, size, B, fingerprint] as the pipeline cut it) for an
+    element of a rewritten dataset, else None. Where some rank's cut holds no
+    rows (a batch smaller than N; a rank whose files ran out), the ranks
+    gather their rows first, and every rank cuts the global batch as
+    batching.slice_batch does (Note [Batches smaller than the ranks])."""
     if not (isinstance(data, dict) and KEY_SPLIT in data):
         return None
-    split = data[KEY_SPLIT]
-    lo, size, total = split[0], split[1], split[2]
+    info, local = data[KEY_SPLIT], data[KEY_DATA]
+    lo, size, total = info[0], info[1], info[2]
     weight = tf.math.divide_no_nan(tf.cast(size, tf.float32), tf.cast(total, tf.float32))
-    return data[KEY_DATA], batching.Split(lo, size, total, weight), split
+    cut = batching.Split(lo, size, total, weight)
+    some_empty = tf.greater(info[4], 0)
+    name = naming.name("short_batch")
+    if tf.executing_eagerly():
+        if bool(some_empty):
+            local, cut = batching.slice_batch(batching.gather_rows(local, name))
+        return local, cut, info[:4]
+
+    def gathered():
+        whole, split = batching.slice_batch(batching.gather_rows(local, name))
+        return whole, (split.start, split.size, split.total, split.weight, split.replicated)
+
+    def as_cut():
+        return local, (lo, size, total, weight, tf.constant(False))
+
+    local, fields = tf.cond(some_empty, gathered, as_cut)
+    return local, batching.Split(*fields[:4], None, fields[4]), info[:4]
 
 
 class Pass:

@@ -40,8 +40,7 @@ def globalize(local):
 
     @tf.custom_gradient
     def f(x):
-        # multiply_no_nan: a mean over an empty slice is NaN and weighs 0
-        weighted = tf.math.multiply_no_nan(x, tf.cast(batching.weight_variable(), x.dtype))
+        weighted = x * tf.cast(batching.weight_variable(), x.dtype)
         total = tops.allreduce(weighted, op="sum", name=name)
 
         def grad(upstream):  # the optimizer weights and sums the local gradients
@@ -110,7 +109,10 @@ def _keras_per_output_mean(original):
         split = batching.traced_split()
         if (sample_weight is None and stack and split is not None and flags.active("local_loss")
                 and any(m is self for m in getattr(stack[-1], "metrics", ()))):
-            sample_weight = split.weight * float(split.static_total or 1)
+            weight = split.weight
+            if split.replicated is not None:  # counted on rank 0 alone (metrics_patches.count_once)
+                weight = tf.where(split.replicated, tf.constant(1.0), weight)
+            sample_weight = weight * float(split.static_total or 1)
         return original(self, values, sample_weight, *args, **kwargs)
 
     return update_state

@@ -14,11 +14,9 @@ per-rank batch mode, so every sample is counted exactly once. Code that runs
 on rank 0 alone (Note [Rank-0 sections], rank0.py) reads rank 0's own state.
 Losses: see losses.py.
 Note [Metric state aggregation] says how a state is combined when it is not a sum.
-A rank whose slice of a batch is empty (a batch smaller than N, or a work
-share that rounds to no rows) still runs the step; a mean it takes over its
-slice is NaN. Its weight is zero everywhere (gradients, losses), and a NaN it
-passes to a Mean or Sum metric counts as zero, so no metric state is
-poisoned by a slice that holds no samples (zero_nan_on_empty_slice).
+A batch every rank computes whole (fewer rows than ranks, Note [Batches
+smaller than the ranks], batching.py) is counted once: on every rank but 0 a
+metric's update leaves its state as it was (count_once).
 """
 
 import functools
@@ -194,21 +192,35 @@ def _wrap_result(original):
     return result
 
 
-def zero_nan_on_empty_slice(update_state):
-    """Wraps a Mean/Sum update_state(values, sample_weight): on an empty slice
-    NaN values (a mean over no samples) are added as zero."""
+def count_once(update_state):
+    """Wraps a metric's update_state: while every rank holds the whole batch
+    (Note [Batches smaller than the ranks], batching.py), the update counts on
+    rank 0 only; on the other ranks the state is put back as it was, so the
+    sum over ranks counts the batch once. The outermost update of nested ones
+    (Keras' compiled metrics, a subclass calling its parent's) does it."""
     @functools.wraps(update_state)
-    def wrapper(self, values, sample_weight=None, *args, **kwargs):
-        empty = None if state.size == 1 or rank0.inside() else batching.empty_slice()
-        if empty is not None and tf.is_tensor(values) and values.dtype.is_floating:
-            mask = getattr(values, "_keras_mask", None)
-            values = tf.where(tf.logical_and(empty, tf.math.is_nan(values)),
-                              tf.zeros_like(values), values)
-            if mask is not None:
-                values._keras_mask = mask
-        return update_state(self, values, sample_weight, *args, **kwargs)
+    def wrapper(self, *args, **kwargs):
+        with flags.inside("metric_update"):  # its means are not the batch's (gradient_tape.py)
+            return _count_once(update_state, self, args, kwargs)
 
+    wrapper._tfmpi_wrapped = True
     return wrapper
+
+
+def _count_once(update_state, self, args, kwargs):
+    if state.rank == 0 or state.size == 1 or flags.active("count_once") or rank0.inside():
+        return update_state(self, *args, **kwargs)
+    replicated = batching.replicated()
+    if replicated is None or (tf.executing_eagerly() and not bool(replicated)):
+        return update_state(self, *args, **kwargs)
+    variables = list(self.variables)
+    before = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
+    with flags.inside("count_once"):
+        result = update_state(self, *args, **kwargs)
+    for v, old in zip(variables, before):
+        v.assign(old if tf.executing_eagerly() else
+                 tf.where(replicated, old, tf.convert_to_tensor(v)))
+    return result
 
 
 def all_subclasses(cls):
@@ -223,10 +235,16 @@ def all_subclasses(cls):
 def wrap_metric_results(Metric, wrap):
     """cls.result = wrap(cls.result) for every Metric class that defines
     result(): the ones loaded now, and those a script defines later."""
+    wrap_metric_methods(Metric, "result", wrap)
+
+
+def wrap_metric_methods(Metric, name, wrap):
+    """cls.<name> = wrap(cls.<name>) for every Metric class that defines it:
+    the ones loaded now, and those a script defines later."""
     def wrap_class(cls):
-        fn = cls.__dict__.get("result")
+        fn = cls.__dict__.get(name)
         if fn is not None and not getattr(fn, "_tfmpi_wrapped", False):
-            cls.result = wrap(fn)
+            setattr(cls, name, wrap(fn))
 
     for cls in all_subclasses(Metric):
         wrap_class(cls)
@@ -244,11 +262,9 @@ def wrap_metric_results(Metric, wrap):
 
 def install():
     import keras  # noqa: F401  (loads every built-in metric class)
-    from keras.src.metrics import reduction_metrics
     from keras.src.metrics.metric import Metric
     from keras.src.trainers.trainer import Trainer
 
     Trainer.get_metrics_result = _wrap_get_metrics_result(Trainer.get_metrics_result)
     wrap_metric_results(Metric, _wrap_result)
-    for cls in (reduction_metrics.Sum, reduction_metrics.Mean):
-        cls.update_state = zero_nan_on_empty_slice(cls.update_state)
+    wrap_metric_methods(Metric, "update_state", count_once)

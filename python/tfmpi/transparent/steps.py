@@ -151,8 +151,17 @@ def sliced_predict(step):
             outputs = step(local)
         flat = tf.nest.flatten(outputs)
         prefix = naming.name("predict")
-        gathered = [tops.allgather(t, name=f"{prefix}/{i}") if isinstance(t, tf.Tensor)
-                    and t.shape.rank != 0 else t for i, t in enumerate(flat)]
+
+        def handed_in(t):
+            # a batch every rank computed whole is rank 0's to hand in
+            # (Note [Batches smaller than the ranks], batching.py)
+            if state.rank == 0 or split.replicated is None:
+                return t
+            return t[:tf.where(split.replicated, 0, tf.shape(t)[0])]
+
+        gathered = [tops.allgather(handed_in(t), name=f"{prefix}/{i}")
+                    if isinstance(t, tf.Tensor) and t.shape.rank != 0 else t
+                    for i, t in enumerate(flat)]
         return tf.nest.pack_sequence_as(outputs, gathered)
 
     sliced_predict_step._tfmpi_step = True

@@ -54,8 +54,8 @@ def subclassed():
     record = common.RecordLoss(common.batch_sizes(len(x), BATCH))
     model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0, callbacks=[record])
     common.evaluate(model, x, y)
-    # 1797 = 4 x 449 + 1: the last batch leaves some ranks an empty slice,
-    # where the penalty's mean is NaN and must count for nothing
+    # 1797 = 4 x 449 + 1: a last batch of one row, fewer than the ranks: every
+    # rank computes it whole and it counts once (Note [Batches smaller than the ranks])
     common.evaluate(model, x, y, batch_size=449)
     common.collect(record.losses, model, record.bounds)
 

@@ -77,9 +77,9 @@ def _wrap_result(original):
 def install():
     import tf_keras  # noqa: F401  (loads every built-in metric class)
     from tf_keras.src.engine import training
-    from tf_keras.src.metrics.base_metric import Metric, Reduce
+    from tf_keras.src.metrics.base_metric import Metric
 
     Model = training.Model
     Model.get_metrics_result = _wrap_get_metrics_result(Model.get_metrics_result)
     metrics_patches.wrap_metric_results(Metric, _wrap_result)
-    Reduce.update_state = metrics_patches.zero_nan_on_empty_slice(Reduce.update_state)
+    metrics_patches.wrap_metric_methods(Metric, "update_state", metrics_patches.count_once)
