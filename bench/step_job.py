@@ -1,12 +1,12 @@
 """One timed training run for bench/threads/run.py and bench/messages/run.py:
-a small MLP, CNN or bidirectional LSTM, a communication-heavy MLP of 12 M or 42 M
+a small MLP, CNN (also with BatchNormalization) or bidirectional LSTM, a communication-heavy MLP of 12 M or 42 M
 parameters, or ResNet-50, on synthetic data, trained with model.fit at a fixed global batch,
 TensorFlow's thread pools left at whatever the run was given. Prints
 "STEP_MS <median ms per step>" and "STEP_MEAN_MS <mean ms per step>", the
 first 5 steps excluded (rank 0 under tfmpirun). Under a CPU quota the median
 hides the steps that wait for the quota's next period; the mean counts them.
 
-    python bench/step_job.py {tiny,mlp,cnn,lstm,mlp12m,mlp42m,resnet50} [--steps N] [--batch B]
+    python bench/step_job.py {tiny,mlp,cnn,cnn_bn,bn_stack,lstm,mlp12m,mlp42m,resnet50} [--steps N] [--batch B]
                              [--metrics] [--optimizer {adam,sgd-momentum}] [--memory]
                              [--save-every K]
 
@@ -45,6 +45,26 @@ MODELS = {
                                       keras.layers.MaxPooling2D(), keras.layers.Flatten(),
                                       keras.layers.Dense(128, activation="relu"),
                                       keras.layers.Dense(10)])),
+    # the small CNN with a BatchNormalization after each convolution
+    "cnn_bn": (64, lambda n: np.random.rand(n, 32, 32, 1).astype("float32"),
+               lambda: keras.Sequential([keras.Input((32, 32, 1)),
+                                         keras.layers.Conv2D(32, 3),
+                                         keras.layers.BatchNormalization(),
+                                         keras.layers.ReLU(), keras.layers.MaxPooling2D(),
+                                         keras.layers.Conv2D(64, 3),
+                                         keras.layers.BatchNormalization(),
+                                         keras.layers.ReLU(), keras.layers.MaxPooling2D(),
+                                         keras.layers.Flatten(),
+                                         keras.layers.Dense(128, activation="relu"),
+                                         keras.layers.Dense(10)])),
+    # 20 x (Dense 32, BatchNormalization, ReLU): little compute per BatchNormalization
+    # layer, so a step is mostly what synchronizing the layers' moments costs
+    "bn_stack": (64, lambda n: np.random.rand(n, 32).astype("float32"),
+                 lambda: keras.Sequential([keras.Input((32,))] + [
+                     layer for _ in range(20) for layer in (keras.layers.Dense(32),
+                                                            keras.layers.BatchNormalization(),
+                                                            keras.layers.ReLU())]
+                     + [keras.layers.Dense(10)])),
     # 2048 -> 4096 -> 4096 -> 4096 -> 10: 42 M parameters, 168 MB of float32 gradients
     "mlp42m": (64, lambda n: np.random.rand(n, 2048).astype("float32"),
                lambda: keras.Sequential([keras.Input((2048,))]

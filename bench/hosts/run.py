@@ -3,11 +3,12 @@ when they cross a network. One command, one run (needs root: tests/cluster):
 
     python bench/hosts/run.py [--rounds 3] [--steps 150] [--batch 64] [--quota 1]
                               [--baseline DIR] [--env NAME=VALUE[,NAME=VALUE...]]
-                              [--np1-batch B]
+                              [--np1-batch B] [--model cnn]
 
 Two emulated hosts of one core each, or --quota cores (network namespaces
 joined by TCP, CPU quotas in cgroups). `bench/step_job.py cnn --metrics` (2 conv
-+ 2 dense layers on 32x32 inputs, an accuracy metric, model.fit) runs as one
++ 2 dense layers on 32x32 inputs, an accuracy metric, model.fit; --model names
+another of step_job.py's models) runs as one
 process on one host, with TensorFlow's default pools and with pools of one
 thread (the faster of the two is the baseline), and under tfmpirun -np 2 across
 both hosts at the same global batch. --baseline DIR also runs -np 2 with DIR
@@ -47,13 +48,14 @@ def main():
     parser.add_argument("--np1-batch", type=int, metavar="B",
                         help="also run tfmpirun -np 1 on one host at global batch B (e.g. a "
                              "rank's slice: transparent mode with no peer)")
+    parser.add_argument("--model", default="cnn", help="a model of bench/step_job.py")
     a = parser.parse_args()
     if a.quota <= 0:
         parser.error(f"--quota {a.quota}: must be a positive number of cores")
     settings = env_settings(parser, a.env)
 
     def job_at(batch):
-        return [sys.executable, JOB, "cnn", "--metrics", "--steps", str(a.steps),
+        return [sys.executable, JOB, a.model, "--metrics", "--steps", str(a.steps),
                 "--batch", str(batch)]
 
     job = job_at(a.batch)

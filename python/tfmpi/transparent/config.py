@@ -33,7 +33,8 @@ VARIABLES = [
     ("TFMPI_TRANSPARENT", "(set by tfmpirun)", "1: transparent mode starts in each Python rank"),
     ("TFMPI_BATCH_MODE", "global", "global: each batch split over the ranks; per-rank: whole "
      "batches per rank"),
-    ("TFMPI_SYNC_BATCHNORM", "0", "1: BatchNormalization moments over the global batch"),
+    ("TFMPI_SYNC_BATCHNORM", "1", "1: BatchNormalization moments over the global batch (the "
+     "1-process run); 0: over each rank's slice"),
     ("TFMPI_SEED", "(per launch)", "the random seed every rank shares"),
     ("TFMPI_BATCH_CHECK_INTERVAL", "100", "steps between batch-agreement checks (0: never)"),
     ("TFMPI_SHARES", "auto", "adaptive: slices follow measured speeds; equal: equal slices; "
