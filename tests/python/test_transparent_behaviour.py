@@ -485,27 +485,6 @@ def test_per_rank_mode_counts_every_evaluation_sample_once(flavour):
     assert _fields(r.stdout, "VAL") == _fields(r.stdout, "AFTER"), r.stdout
 
 
-RANDOM_NOTICES = """
-import numpy as np, tensorflow as tf
-x = np.random.default_rng(0).random((40, 4)).astype("float32")
-dataset = tf.data.Dataset.from_tensor_slices(x).batch(10)
-@tf.function
-def step(xb):
-    return tf.random.uniform(tf.shape(xb)) + tf.random.shuffle(xb)
-for xb in dataset:
-    step(xb)
-print("DONE", flush=True)
-"""
-
-
-def test_random_draws_that_cannot_be_exact_are_announced_once():
-    r = tfmpirun(2, "import keras\n" + RANDOM_NOTICES)
-    assert r.returncode == 0, r.stdout
-    assert r.stdout.count("a legacy stateful random op") == 1, r.stdout
-    assert r.stdout.count("a random shuffle inside a split step") == 1, r.stdout
-    assert "docs/transparent.md" in r.stdout
-
-
 CONV_EQUAL = """
 import numpy as np
 x = np.random.default_rng(0).random((64, 8, 8, 1)).astype("float32")
@@ -521,8 +500,9 @@ print("TRAINED", flush=True)
 @pytest.mark.parametrize("np_", [2, 4])
 def test_a_conv_model_trains_on_slices_of_static_size(flavour, np_):
     # With equal shares and a batch the ranks divide, every slice has a size
-    # known when the step is traced. The empty-slice guard around convolutions
-    # (Note [Empty slices]) once gave the model's output 0 rows there.
+    # known when the step is traced. A guard around convolutions for empty
+    # slices (since replaced: Note [Batches smaller than the ranks]) once gave
+    # the model's output 0 rows there.
     r = tfmpirun(np_, script(flavour, CONV_EQUAL), env={"TFMPI_SHARES": "equal", **flavour[1]})
     assert r.returncode == 0, r.stdout
     assert "TRAINED" in r.stdout

@@ -21,16 +21,31 @@ RNG kinds) and a script's own tf.random calls reach.
 The leading dimension is recognised by its value (a draw of s rows), checked
 when the op runs, so one traced function serves every slice. Draws made while
 Keras creates variables (initializers) and inside tf.data functions (input
-pipelines run before the batch is split) are never changed. Where the draw
-cannot be made exact, a one-time notice says so:
-- shuffles (tf.random.shuffle, keras.random.shuffle): a permutation of the
-  global batch mixes rows of every rank;
+pipelines run before the batch is split) are never changed. Two kinds of
+draw need the other ranks' rows, which are allgathered first (one collective
+per draw, only where the draw has them):
+- a shuffle of the batch's rows (tf.random.shuffle, stateless_shuffle,
+  keras.random.shuffle): the 1-process permutation of the global batch, cut
+  to the rank's rows;
+- parameters given per row (counts, probs, alpha, lam of stateless_binomial,
+  stateless_gamma, stateless_poisson, Generator.binomial; keras.random.gamma,
+  binomial, beta): the draw takes the global batch's parameters.
+Where a draw cannot be made exact, rank 0 says so once per op, naming the op
+and the layer (the name scope) it is drawn in:
+- a shuffle of a 1-D integer tensor (a permutation of the slice's indices,
+  with which the script then gathers its own rows: the 1-process permutation
+  would index rows that other ranks hold);
+- the legacy gamma and poisson with per-row parameters (their output puts the
+  parameters' rows last);
 - legacy stateful ops (tf.random.uniform and friends, tf.nn.dropout with a
   seed, tf_keras' default RNG) in a custom loop: their state lives in the
-  traced function, and ranks retrace at different steps when their slices
-  differ in shape (in model.fit the step sees the global batch and they are
-  exact);
-- draws whose parameters (alpha, lam, counts, probs) are per-row tensors.
+  op's kernel, which TensorFlow makes anew when a function retraces for a new
+  input shape. A rank retraces for its slice's shape, the 1-process run for
+  the batch's; where they change at different steps (a ragged last batch of
+  3 rows at 2 ranks leaves rank 0 a slice of 2 rows, as before, so rank 0
+  keeps the kernel that the 1-process run replaces) the draws differ. In
+  model.fit the step takes the global batch (it is split inside the traced
+  function), so these ops retrace as in the 1-process run and are exact.
 """
 
 import functools
@@ -44,24 +59,37 @@ from tfmpi.transparent import batching, flags, state
 _noticed = set()
 
 NOTICES = {
-    "shuffle": "a random shuffle inside a split step permutes the rank's slice only, not the "
-               "global batch: its result differs from the 1-process run",
-    "legacy": "a legacy stateful random op (tf.random.uniform/normal/..., tf.nn.dropout with a "
-              "seed, or tf_keras' default RNG) draws inside a custom loop's split step: its "
-              "state lives in the traced function and ranks may retrace at different steps, so "
-              "its noise can differ from the 1-process run. Keras 3's random layers and "
-              "keras.random.*, tf.random.stateless_* and tf.random.Generator are exact",
-    "params": "a random op with per-row parameters (alpha, lam, counts, probs) inside a split "
-              "step draws for the rank's slice only: its result differs from the 1-process run",
+    "shuffle": "permutes indices of the rank's slice (a 1-D integer tensor), not of the global "
+               "batch, and the script then gathers rows of its slice with them: its result "
+               "differs from the 1-process run (a shuffle of the batch's rows themselves is exact)",
+    "legacy": "is a legacy stateful random op (tf_keras' default RNG is one) drawing inside a "
+              "custom loop's split step: its state lives in the op's kernel, which TensorFlow "
+              "makes anew when a function retraces for a new input shape, and a rank retraces "
+              "for its slice's shape where the 1-process run retraces for the batch's (a ragged "
+              "last batch that leaves a rank's slice as it was), so its noise can differ from "
+              "the 1-process run. Keras 3's random layers, keras.random.*, "
+              "tf.random.stateless_* and tf.random.Generator are exact; in tf_keras, "
+              "tf.keras.backend.experimental.enable_tf_random_generator() makes its layers use "
+              "a Generator",
+    "params": "draws with per-row parameters (alpha, lam) in the legacy op, whose output puts "
+              "the parameters' rows last: it draws for the rank's slice only, and its result "
+              "differs from the 1-process run (tf.random.stateless_gamma / stateless_poisson / "
+              "stateless_binomial and Generator.binomial with per-row parameters are exact)",
 }
 
 
-def notice(kind):
-    if kind in _noticed:
+def notice(kind, op):
+    """Rank 0 says once per kind and op that a draw is not the 1-process draw,
+    naming the op and the layer (the name scope) it was drawn in."""
+    import tensorflow as tf
+
+    if (kind, op) in _noticed:
         return
-    _noticed.add(kind)
+    _noticed.add((kind, op))
+    scope = tf.get_current_name_scope().rstrip("/")
+    where = f" in {scope!r}" if scope else ""
     if state.rank == 0:
-        print(f"tfmpi: note: {NOTICES[kind]} (docs/transparent.md, Random draws).",
+        print(f"tfmpi: note: {op}{where} {NOTICES[kind]} (docs/transparent.md, Random draws).",
               file=sys.stderr)
 
 
@@ -112,8 +140,9 @@ def _prepare(signature, args, kwargs):
     return split, in_custom_loop, signature.bind(*args, **kwargs)
 
 
-def _shape_draw(original, kind, params=()):
-    """Wrap an op that draws from `shape`."""
+def _shape_draw(original, kind, params=(), public=None):
+    """Wrap an op that draws from `shape` (`public`: its name in TensorFlow's API)."""
+    public = public or original.__name__
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -124,18 +153,21 @@ def _shape_draw(original, kind, params=()):
         shape = tf.convert_to_tensor(bound.arguments["shape"])
         if shape.shape.rank != 1 or shape.shape[0] == 0:
             return original(*args, **kwargs)
-        if any(p in bound.arguments and tf.convert_to_tensor(bound.arguments[p]).shape.rank != 0
-               for p in params):
-            notice("params")
+        per_row = [p for p in params if p in bound.arguments
+                   and tf.convert_to_tensor(bound.arguments[p]).shape.rank not in (0, None)]
+        if per_row and kind == "legacy":  # its output's shape is `shape` + the parameters'
+            notice("params", public)
             return original(*args, **kwargs)
         if kind == "legacy" and in_custom_loop:
-            notice("legacy")
+            notice("legacy", public)
         known = tf.get_static_value(shape, partial=True)
         static = tf.TensorShape(None if known is None else [
             None if d is None else int(d) for d in known])
         shape = tf.cast(shape, tf.int64)
         rows, offset = _rows(split, shape[0])
         bound.arguments["shape"] = tf.concat([tf.reshape(rows, [1]), shape[1:]], axis=0)
+        for p in per_row:  # parameters broadcast to the shape: the batch's rows of them too
+            bound.arguments[p] = _global_rows(bound.arguments[p], split, shape[0])
         with flags.inside("global_draw"):
             drawn = original(*bound.args, **bound.kwargs)
         return _cut(drawn, offset, shape[0], static)
@@ -144,9 +176,10 @@ def _shape_draw(original, kind, params=()):
     return wrapper
 
 
-def _padded_draw(original, arg, kind, noise_arg=None, rank=None):
+def _padded_draw(original, arg, kind, noise_arg=None, rank=None, public=None):
     """Wrap an op that draws for the rows of tensor argument `arg` (only when
     it has rank `rank`, if given: an image op's batch of images)."""
+    public = public or original.__name__
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -158,7 +191,7 @@ def _padded_draw(original, arg, kind, noise_arg=None, rank=None):
         if x.shape.rank is None or x.shape.rank == 0 or (rank is not None and x.shape.rank != rank):
             return original(*args, **kwargs)
         if kind == "legacy" and in_custom_loop:
-            notice("legacy")
+            notice("legacy", public)
         d0 = tf.shape(x, out_type=tf.int64)[0]
         rows, offset = _rows(split, d0)
         padding = [[offset, rows - offset - d0]] + [[0, 0]] * (x.shape.rank - 1)
@@ -176,12 +209,46 @@ def _padded_draw(original, arg, kind, noise_arg=None, rank=None):
     return wrapper
 
 
-def _shuffle(original):
+def _global_rows(t, split, d0):
+    """The global batch's rows of `t`, which holds this rank's d0 rows when its
+    leading dimension is the slice's (the ranks' rows allgathered in rank
+    order; where every rank holds the whole batch, rank 0's), else `t`."""
+    from tfmpi.tensorflow import ops as tops
+    from tfmpi.transparent import naming
+
+    t = tf.convert_to_tensor(t)
+    gathered = tops.allgather(t, name=naming.name("random_rows"))
+    rows = tf.shape(t, out_type=tf.int64)[0]
+    is_batch = tf.logical_and(tf.logical_and(split.total > 0, tf.equal(rows, split.size)),
+                              tf.equal(rows, tf.cast(d0, tf.int64)))
+    return tf.cond(is_batch, lambda: gathered[:split.total], lambda: t)
+
+
+def _shuffle(original, public):
+    """A shuffle of the batch's rows inside a split step: the 1-process
+    permutation of the global batch (the ranks' rows allgathered), cut to the
+    rank's rows. A 1-D integer tensor (indices of the slice, which the script
+    then gathers its rows with) is shuffled as it is, with a notice: the
+    1-process run's permutation would index rows other ranks hold."""
+    signature = inspect.signature(original)
+
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        if current_split()[0] is not None:
-            notice("shuffle")
-        return original(*args, **kwargs)
+        split, _, bound = _prepare(signature, args, kwargs)
+        if split is None:
+            return original(*args, **kwargs)
+        x = tf.convert_to_tensor(bound.arguments["value"])
+        if x.shape.rank is None or x.shape.rank == 0:
+            return original(*args, **kwargs)
+        if x.shape.rank == 1 and x.dtype.is_integer:
+            notice("shuffle", public)
+            return original(*args, **kwargs)
+        d0 = tf.shape(x, out_type=tf.int64)[0]
+        _, offset = _rows(split, d0)
+        bound.arguments["value"] = _global_rows(x, split, d0)
+        with flags.inside("global_draw"):
+            drawn = original(*bound.args, **bound.kwargs)
+        return _cut(drawn, offset, d0, x.shape)
 
     wrapper._tfmpi_wrapped = True
     return wrapper
@@ -214,7 +281,8 @@ def replace_api(owner, name, wrap):
         return
     wrapped = wrap(original)
     for module_name, module in list(sys.modules.items()):
-        if module is not None and module_name.startswith("tensorflow._api.") \
+        if module is not None and (module_name == "tensorflow"
+                                   or module_name.startswith("tensorflow._api.")) \
                 and getattr(module, name, None) is original:
             setattr(module, name, wrapped)
     setattr(owner, name, wrapped)
@@ -227,23 +295,38 @@ def install_tensorflow(tf_module):
 
     random = tf_module.random
     for name, (kind, params) in _SHAPE_OPS.items():
-        replace_api(random, name, lambda f, kind=kind, params=params: _shape_draw(f, kind, params))
+        replace_api(random, name, lambda f, kind=kind, params=params, name=name:
+                    _shape_draw(f, kind, params, f"tf.random.{name}"))
     for name, params in _GENERATOR_OPS.items():
-        _replace(random.Generator, name, lambda f, params=params: _shape_draw(f, "generator", params))
-    replace_api(random, "categorical", lambda f: _padded_draw(f, "logits", "legacy"))
-    replace_api(random, "stateless_categorical", lambda f: _padded_draw(f, "logits", "stateless"))
-    replace_api(tf_module.nn, "dropout", lambda f: _padded_draw(f, "x", "legacy", "noise_shape"))
+        _replace(random.Generator, name, lambda f, params=params, name=name:
+                 _shape_draw(f, "generator", params, f"tf.random.Generator.{name}"))
+    # seeds for stateless ops (tf_keras' random layers take one per call) and new
+    # generators are drawn through uniform_full_int, never for a batch's rows: a
+    # seed drawn for one row's slice was taken for batch rows
+    for name in ("make_seeds", "split"):
+        _replace(random.Generator, name, not_batch_draws)
+    replace_api(random, "categorical",
+                lambda f: _padded_draw(f, "logits", "legacy", public="tf.random.categorical"))
+    replace_api(random, "stateless_categorical",
+                lambda f: _padded_draw(f, "logits", "stateless",
+                                       public="tf.random.stateless_categorical"))
+    replace_api(tf_module.nn, "dropout",
+                lambda f: _padded_draw(f, "x", "legacy", "noise_shape", public="tf.nn.dropout"))
     experimental = tf_module.nn.experimental
     replace_api(experimental, "stateless_dropout",
-                 lambda f: _padded_draw(f, "x", "stateless", "noise_shape"))
+                lambda f: _padded_draw(f, "x", "stateless", "noise_shape",
+                                       public="tf.nn.experimental.stateless_dropout"))
     replace_api(experimental, "general_dropout",
-                 lambda f: _padded_draw(f, "x", "generator", "noise_shape"))
+                lambda f: _padded_draw(f, "x", "generator", "noise_shape",
+                                       public="tf.nn.experimental.general_dropout"))
     for name, kind in (("stateless_random_flip_left_right", "stateless"),
                        ("stateless_random_flip_up_down", "stateless"),
                        ("random_flip_left_right", "legacy"), ("random_flip_up_down", "legacy")):
-        replace_api(tf_module.image, name, lambda f, kind=kind: _padded_draw(f, "image", kind, rank=4))
-    replace_api(random, "shuffle", _shuffle)
-    replace_api(random.experimental, "stateless_shuffle", _shuffle)
+        replace_api(tf_module.image, name, lambda f, kind=kind, name=name:
+                    _padded_draw(f, "image", kind, rank=4, public=f"tf.image.{name}"))
+    replace_api(random, "shuffle", lambda f: _shuffle(f, "tf.random.shuffle"))
+    replace_api(random.experimental, "stateless_shuffle",
+                lambda f: _shuffle(f, "tf.random.experimental.stateless_shuffle"))
     Wrapper = structured_function.StructuredFunctionWrapper
     _replace(Wrapper, "__init__", not_batch_draws)
 
@@ -251,9 +334,9 @@ def install_tensorflow(tf_module):
 def install_keras():
     if state.size == 1 or state.options.batch_mode != "global":
         return
-    from keras.src.backend.tensorflow import core, random
+    from keras.src.backend.tensorflow import core
 
-    _replace(random, "shuffle", _shuffle)
+    # keras.random.shuffle calls tf.random.experimental.stateless_shuffle (wrapped)
     _replace(core.Variable, "_initialize_with_initializer", not_batch_draws)
 
 

@@ -2,10 +2,12 @@
 AlphaDropout and image augmentation (flip, translation, rotation, zoom,
 contrast) on digits as 8x8 images, trained with model.fit ("fit") and with a
 custom GradientTape loop that also draws noise itself with keras.random (with
-tf_keras: a tf.random.Generator) ("loop"), one after the other; on the first
-SAMPLES digits if given (1793: every pass ends with a batch of one sample, so
-ranks other than one have empty slices).
-Usage: train_random.py OUT_DIR [fit,loop] [SAMPLES]"""
+tf_keras: a tf.random.Generator) ("loop"), and a custom loop whose draws need
+the other ranks' rows ("rows": mixup of each batch with a stateless shuffle
+of its own rows and labels, per-row binomial counts; plain SGD), one after
+the other; on the first SAMPLES digits if given (1793: every pass ends with a
+batch of one sample, which every rank computes whole).
+Usage: train_random.py OUT_DIR [fit,loop,rows] [SAMPLES]"""
 
 import sys
 
@@ -32,6 +34,16 @@ def build():
             layers.Flatten(), layers.GaussianNoise(0.05), layers.Dense(32, activation="selu"),
             layers.AlphaDropout(0.05), layers.GaussianDropout(0.1), layers.Dropout(0.2),
             layers.Dense(10)])
+
+
+def epochs_of(train_step, dataset):
+    """EPOCHS passes of a custom loop over `dataset`: every step's loss."""
+    losses = []
+    for epoch in range(EPOCHS):
+        for xb, yb in dataset:
+            losses.append(float(train_step(xb, yb)))
+        print(f"EPOCH {epoch} last_loss={losses[-1]:.8f}", flush=True)
+    return losses
 
 
 def fit():
@@ -68,16 +80,44 @@ def loop():
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
-    losses = []
-    for epoch in range(EPOCHS):
-        for xb, yb in dataset:
-            losses.append(float(train_step(xb, yb)))
-        print(f"EPOCH {epoch} last_loss={losses[-1]:.8f}", flush=True)
+    losses = epochs_of(train_step, dataset)
     common.evaluate(model, x, y)
     common.collect(losses, model)
 
 
+def rows():
+    model = keras.Sequential([keras.Input(shape=(8, 8, 1)), layers.Conv2D(8, 3, activation="relu"),
+                              layers.Flatten(), layers.Dense(10)])
+    loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True)
+    optimizer = keras.optimizers.SGD(0.05)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2000, seed=2).batch(BATCH)
+    generator = tf.random.Generator.from_seed(5)
+
+    @tf.function
+    def train_step(xb, yb):
+        seed = generator.make_seeds()[:, 0]
+        onehot = tf.one_hot(yb, 10)
+        # the same permutation of the batch's rows for the images and their labels
+        xs = tf.random.experimental.stateless_shuffle(xb, seed)
+        ys = tf.random.experimental.stateless_shuffle(onehot, seed)
+        rows = tf.shape(xb)[0]
+        lam = tf.random.stateless_uniform([rows, 1], seed=seed + 1)
+        # a count per row: the draw needs every row's count
+        flips = tf.random.stateless_binomial([rows], seed + 2, counts=tf.cast(yb + 1, tf.float32),
+                                             probs=0.3, output_dtype=tf.float32)
+        scale = (1.0 + 0.02 * flips)[:, None, None, None]
+        mixed = scale * (lam[:, :, None, None] * xb + (1 - lam[:, :, None, None]) * xs)
+        target = lam * onehot + (1 - lam) * ys
+        with tf.GradientTape() as tape:
+            loss = loss_fn(target, model(mixed, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    common.collect(epochs_of(train_step, dataset), model)
+
+
 for i, mode in enumerate((sys.argv[2] if len(sys.argv) > 2 else "fit,loop").split(",")):
     keras.utils.set_random_seed(11 + i)
-    {"fit": fit, "loop": loop}[mode]()
+    {"fit": fit, "loop": loop, "rows": rows}[mode]()
 common.write_run()
