@@ -27,6 +27,7 @@ from tfmpi.errors import (
     TensorMismatchError,
     TfmpiError,
     UnsupportedVersionError,
+    WeightMismatchError,
 )
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "local_size", "allreduce", "allreduce_async", "broadcast", "broadcast_async", "allgather",
     "allgather_async", "barrier", "engine_stats", "TfmpiError", "NotInitializedError",
     "InvalidArgumentError", "TensorMismatchError", "AbortedError", "BatchMismatchError",
-    "UnsupportedVersionError",
+    "UnsupportedVersionError", "WeightMismatchError",
 ]
 
 REDUCE_OPS = ("sum", "average", "min", "max", "product")

@@ -25,5 +25,9 @@ class BatchMismatchError(TfmpiError):
     """Under tfmpirun, the ranks' input pipelines produced different global batches."""
 
 
+class WeightMismatchError(TfmpiError):
+    """Under tfmpirun, the ranks' weights differ after an update: they trained apart."""
+
+
 class UnsupportedVersionError(TfmpiError):
     """Transparent mode was started with a TensorFlow, Keras or tf_keras outside its tested range."""

@@ -50,7 +50,11 @@ KINDS = {
     "fit_gradient_buckets": (["train_fit.py"], {"TFMPI_GRADIENT_BUCKET_BYTES": "1024"}, (2,), ()),
     "custom_loop": (["train_custom_loop.py"], ADAPTIVE, (2,), (2,)),
     "custom_loop_sum_loss": (["train_custom_loop.py", "sum"], {}, (3,), ()),
-    "fit_sync_batchnorm": (["train_fit.py", "bn"], {"TFMPI_SYNC_BATCHNORM": "1", **ADAPTIVE},
+    # TensorFlow without Keras: a tf.Module, a loss by hand, updates by hand or by a Keras
+    # optimizer, accumulated and clipped gradients (Note [Gradients reduced at the tape])
+    "tf_module": (["train_tf_module.py"], {}, (3,), (2,)),
+    # synchronized BatchNormalization, the default (Note [Synchronized by default])
+    "fit_sync_batchnorm": (["train_fit.py", "bn"], {**ADAPTIVE},
                            (2, 4), (2,)),
     "sparse_lossscale_clipnorm": (["train_sparse_lso_clip.py"], {}, (2,), ()),
     "embedding_adam": (["train_sparse_lso_clip.py", "adam"], {}, (2,), ()),
@@ -64,10 +68,14 @@ KINDS = {
     "random_layers_uneven_shares": (["train_random.py", "fit"],
                                     {"TFMPI_PROBE_SPEEDS": "1,1,0.1", "TFMPI_REBALANCE_STEPS": "0"},
                                     (3,), ()),
-    # every pass (fit and evaluate) ends with a batch of one sample: two ranks run the
-    # convolution on an empty slice (Note [Empty slices], empty_batch.py)
+    # every pass (fit and evaluate) ends with a batch of one sample, which every rank
+    # computes whole (Note [Batches smaller than the ranks], batching.py)
     "random_layers_last_batch_of_one": (["train_random.py", "fit", "1793"], {}, (3,), ()),
     "tf_keras_random_layers_fit": (["train_random.py", "fit"], {}, (), (2,)),
+    # draws that take the other ranks' rows: a shuffle of the batch's rows (mixup with a
+    # shuffled copy of the batch) and per-row binomial counts (Note [Random draws under a
+    # split batch]); 1797 = 28 x 64 + 5, a last batch of 2 + 2 + 1
+    "random_rows": (["train_random.py", "rows"], {}, (3,), ()),
     "gan_two_optimizers": (["train_gan.py"], {}, (2,), ()),
     "add_loss_subclassed_and_dict_inputs": (["train_add_loss.py"], {}, (2,), ()),
     "masked_lstm_and_mean_with_sample_weight": (["train_masked_lstm.py"], ADAPTIVE, (2,), (2,)),

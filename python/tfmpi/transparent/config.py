@@ -8,7 +8,7 @@ import os
 class Options:
     batch_mode: str = "global"       # "global": split each batch; "per-rank": each rank takes its own batches
     all_ranks_output: bool = False   # ranks other than 0 print too
-    sync_batchnorm: bool = False     # BatchNormalization statistics over the global batch
+    sync_batchnorm: bool = True      # BatchNormalization moments over the global batch (batchnorm.py)
     seed: int = None                 # shared seed (tfmpirun picks one per launch)
     batch_check_interval: int = 100  # compare batch fingerprints every this many steps (0: never)
     allow_untested_versions: bool = False  # start even outside the tested version range
@@ -23,6 +23,9 @@ class Options:
     sharded_update: bool = False     # each rank updates only the variables it owns (sharded_update.py)
     shares_verbose: bool = False     # rank 0 prints each change of the slice sizes (shares.py)
     fused_updates: bool = True       # Keras' Adam and SGD updates in one kernel, bit for bit (fused_updates.py)
+    verify: str = "off"              # "reference" / "compare": a run of tfmpirun --verify (verify.py)
+    verify_dir: str = ""             # where the 1-process run's records are (verify.py)
+    verify_steps: int = 20           # training steps a --verify run compares
 
 
 # Every TFMPI_* variable transparent mode reads (the engine's own are in its
@@ -54,6 +57,11 @@ VARIABLES = [
     ("TFMPI_SHARDED_UPDATE", "0", "1: each rank updates only the variables it owns"),
     ("TFMPI_FUSED_UPDATES", "1", "1: Keras' Adam and SGD-momentum updates run as one kernel "
      "(bit for bit the same)"),
+    ("TFMPI_VERIFY", "off", "(set by tfmpirun --verify) reference: the 1-process run records "
+     "its steps; compare: the ranks compare theirs with it"),
+    ("TFMPI_VERIFY_DIR", "", "(set by tfmpirun --verify) the folder of the 1-process run's "
+     "records"),
+    ("TFMPI_VERIFY_STEPS", "20", "(set by tfmpirun --verify-steps) the training steps compared"),
     ("TFMPI_ALL_RANKS_OUTPUT", "0", "1: ranks other than 0 print too"),
     ("TFMPI_ALLOW_UNTESTED_VERSIONS", "0", "1: start outside the tested TensorFlow/Keras versions"),
 ]
@@ -132,7 +140,15 @@ def load():
                                     "bytes (0: one allreduce for all gradients)"),
         sharded_update=read.flag("TFMPI_SHARDED_UPDATE"),
         shares_verbose=read.flag("TFMPI_SHARES_VERBOSE"),
-        fused_updates=read.flag("TFMPI_FUSED_UPDATES"))
+        fused_updates=read.flag("TFMPI_FUSED_UPDATES"),
+        verify=read.choice("TFMPI_VERIFY", "off", "reference", "compare"),
+        verify_dir=read.text("TFMPI_VERIFY_DIR"),
+        verify_steps=read.whole("TFMPI_VERIFY_STEPS", "training steps"))
+    if options.verify != "off" and not options.verify_dir:
+        read.problems.append("tfmpi: TFMPI_VERIFY needs TFMPI_VERIFY_DIR (tfmpirun --verify sets "
+                             "both)")
+    if options.verify != "off" and options.verify_steps < 1:
+        read.problems.append("tfmpi: TFMPI_VERIFY_STEPS must be at least 1")
     if options.data_sharding == "files" and options.batch_mode == "per-rank":
         read.problems.append("tfmpi: TFMPI_DATA_SHARDING=files (--data-sharding files) works "
                              "with the global batch mode only, not with "
@@ -188,7 +204,8 @@ _SHARED = [("batch_mode", "TFMPI_BATCH_MODE"), ("sync_batchnorm", "TFMPI_SYNC_BA
            ("shares", "TFMPI_SHARES"), ("rebalance_steps", "TFMPI_REBALANCE_STEPS"),
            ("input_sharding", "TFMPI_INPUT_SHARDING"), ("data_sharding", "TFMPI_DATA_SHARDING"),
            ("gradient_buckets", "TFMPI_GRADIENT_BUCKET_BYTES"),
-           ("sharded_update", "TFMPI_SHARDED_UPDATE")]
+           ("sharded_update", "TFMPI_SHARDED_UPDATE"), ("verify", "TFMPI_VERIFY"),
+           ("verify_dir", "TFMPI_VERIFY_DIR"), ("verify_steps", "TFMPI_VERIFY_STEPS")]
 # Options that concern only the rank that reads them: its output, its thread
 # pools, whether it starts outside the tested versions (the versions themselves
 # are compared).

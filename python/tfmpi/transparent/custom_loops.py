@@ -24,8 +24,8 @@ exhausted, or dropped by a `break`.
 
 import tensorflow as tf
 
-from tfmpi.transparent import (adapt, batch_check, batching, flags, input_sharding, loops, shares,
-                               state)
+from tfmpi.transparent import (adapt, batch_check, batching, batchnorm, flags, gradient_tape,
+                               input_sharding, loops, shares, state, weight_check)
 
 _BATCHING = {"_BatchDataset", "_PaddedBatchDataset", "_ParallelBatchDataset",
              "_DenseToRaggedDataset", "_DenseToSparseBatchDataset", "_RebatchDataset",
@@ -59,6 +59,7 @@ class SlicingIterator:
         self._inner = inner
         self._check = batch_check.EagerCheck()
         self._taken = False
+        self._steps = 0  # batches handed out (eagerly) in this pass
 
     def __iter__(self):
         return self
@@ -69,7 +70,7 @@ class SlicingIterator:
         try:
             element = next(self._inner)
         except StopIteration:
-            self._end()
+            self._end(finished=True)
             raise
         sharded = input_sharding.unwrap(element)
         if sharded is None:
@@ -80,10 +81,15 @@ class SlicingIterator:
             self._check.check(local, given)
         if split is not None:
             state.custom_split_seen = True
+            if self._taken:  # the previous step is done
+                batchnorm.agree_moving_statistics()  # Note [Moving statistics that agree]
+                weight_check.after_step(gradient_tape.trained_variables(), "a custom loop",
+                                        self._steps)  # Note [Weight agreement]
             SlicingIterator._latest = self
             batching.record_split(split)
             shares.custom_loop_step(first=not self._taken)  # Note [Live shares]
             self._taken = True
+            self._steps += 1
         return local
 
     def _next_in_graph(self):
@@ -109,10 +115,13 @@ class SlicingIterator:
     def get_next(self):
         return self.__next__()
 
-    def _end(self):
+    def _end(self, finished=False):
         if SlicingIterator._latest is self:
             SlicingIterator._latest = None
+            if finished:  # every rank here alike (not when the iterator is collected)
+                batchnorm.agree_moving_statistics()
             batching.reset_weight()
+            gradient_tape.forget()
 
     def __del__(self):
         try:

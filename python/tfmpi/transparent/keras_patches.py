@@ -9,7 +9,7 @@ def install():
 
     from tfmpi.transparent import (adapt, batchnorm, fused_updates, input_sharding, losses,
                                    metrics_patches, optimizer_patches, per_rank, randomness,
-                                   sharded_update, side_effects, trainer_patches)
+                                   sharded_update, side_effects, trainer_patches, verify)
 
     versions.check("keras")
     seeds.seed_keras()
@@ -26,3 +26,4 @@ def install():
     adapt.install(keras.layers, keras.utils)
     if state.options.fused_updates:
         fused_updates.install()
+    verify.install_keras()

@@ -16,7 +16,8 @@ sharded_update.py).
 
 import tensorflow as tf
 
-from tfmpi.transparent import batching, collectives, flags, shares, sharded_update, state, versions
+from tfmpi.transparent import (batching, collectives, flags, gradient_tape, shares, sharded_update,
+                               state, versions)
 
 
 def reducing():
@@ -71,7 +72,13 @@ def wrap_apply(original):
         weight = batching.weight_variable()
         if sharded_update.enabled() and sharded_update.apply(self, original, grads, variables,
                                                              weight, reducing):
+            # gradients the tape reduced (its first step, before the optimizer was
+            # known to be sharded) go to the owners too: sum_i w_i G = G
+            gradient_tape.reduced_for(variables)
             return None
+        if gradient_tape.reduced_for(variables):  # Note [Gradients reduced at the tape]
+            with reducing():
+                return original(self, grads, trainable_variables)
         reduced = collectives.reduce_gradients(grads, weight)
         with reducing():
             return original(self, reduced, trainable_variables)

@@ -96,6 +96,12 @@ def enabled():
     return state.size > 1 and state.options is not None and state.options.sharded_update
 
 
+def updated_by_owners(variable):
+    """True where an optimizer that took a sharded step updates `variable`
+    (its gradient goes to its owner: Note [Gradients reduced at the tape])."""
+    return any(v is variable for opt in _sharded for v in _updating(opt)._trainable_variables)
+
+
 def _loss_scaled(opt):
     from keras.src.optimizers.loss_scale_optimizer import LossScaleOptimizer
 

@@ -17,8 +17,8 @@ import sys
 import tensorflow as tf
 
 from tfmpi.tensorflow import ops as tops
-from tfmpi.transparent import (batch_check, batching, collectives, flags, input_sharding, loops,
-                               naming, shares, sharded_update, state)
+from tfmpi.transparent import (batch_check, batching, batchnorm, collectives, flags, input_sharding,
+                               loops, naming, shares, sharded_update, state, weight_check)
 from tfmpi.transparent import per_rank as per_rank_mode
 
 STEPS = ("train_step", "test_step", "predict_step")
@@ -215,6 +215,26 @@ def sync_model_state(model):
     collectives.broadcast_variables(variables)
 
 
+def _between_steps(function, model):
+    """fit's train function, followed by what runs eagerly between steps: the
+    moving statistics of per-slice BatchNormalization made to agree (Note
+    [Moving statistics that agree], batchnorm.py), and the weights checked
+    where due (Note [Weight agreement], weight_check.py)."""
+    if function is None or getattr(function, "_tfmpi_between_steps", False):
+        return function
+    calls = [0]
+
+    def train_function(*args, **kwargs):
+        logs = function(*args, **kwargs)
+        calls[0] += 1
+        batchnorm.agree_moving_statistics()
+        weight_check.after_step(model.trainable_variables, "fit", calls[0])
+        return logs
+
+    train_function._tfmpi_between_steps = True
+    return train_function
+
+
 def wrap_make_functions(cls, makers):
     """Wrap cls.<maker> (make_train_function, ...): the wrapped step is put on
     the instance before Keras makes its function; the model's state is
@@ -232,10 +252,11 @@ def wrap_make_functions(cls, makers):
                 result = original(self, force)
                 if fresh and step_name == "train_step" and state.size > 1:
                     sync_model_state(self)
+                    function = _between_steps(getattr(self, made_attr), self)
                     if training_sliced():  # Note [Live shares], shares.py
-                        object.__setattr__(self, made_attr,
-                                           shares.wrap_train_function(getattr(self, made_attr)))
-                        return getattr(self, made_attr)
+                        function = shares.wrap_train_function(function)
+                    object.__setattr__(self, made_attr, function)
+                    return function
                 return result if result is not None else getattr(self, made_attr)
 
             return make_function

@@ -32,8 +32,8 @@ def _forbid_strategies():
 
 def install(tf):
     versions.check("tensorflow")  # first: the modules below need a working TensorFlow
-    from tfmpi.transparent import (custom_loops, dataset_cache, empty_batch, losses, randomness,
-                                   seeds, side_effects)
+    from tfmpi.transparent import (custom_loops, dataset_cache, gradient_tape, losses, randomness,
+                                   seeds, side_effects, verify)
 
     seeds.seed_tensorflow()
     _forbid_strategies()
@@ -43,5 +43,6 @@ def install(tf):
     side_effects.install_saved_model()
     side_effects.install_summaries()
     randomness.install_tensorflow(tf)
-    empty_batch.install_tensorflow(tf)
+    gradient_tape.install_tensorflow(tf)
+    verify.install_tensorflow()  # last: its wrappers see what the script sees
     dataset_cache.install_tensorflow()

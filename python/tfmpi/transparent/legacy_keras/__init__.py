@@ -14,7 +14,7 @@ def install():
     """Called once, by the import hook for tf_keras."""
     import tf_keras
 
-    from tfmpi.transparent import adapt, losses, randomness, seeds, versions
+    from tfmpi.transparent import adapt, losses, randomness, seeds, verify, versions
     from tfmpi.transparent.legacy_keras import (batchnorm, metrics, optimizers, side_effects,
                                                 training)
 
@@ -28,3 +28,4 @@ def install():
     batchnorm.install()
     randomness.install_tf_keras()
     adapt.install(tf_keras.layers, tf_keras.layers.experimental.preprocessing, tf_keras.utils)
+    verify.install_tf_keras()

@@ -8,7 +8,7 @@ LossScaleOptimizers call their inner optimizer's apply_gradients: as for
 Keras 3 only the outermost call reduces (../optimizer_patches.py).
 """
 
-from tfmpi.transparent import optimizer_patches, sharded_update
+from tfmpi.transparent import gradient_tape, optimizer_patches, sharded_update
 
 
 def wrap_apply_gradients(original):
@@ -22,6 +22,9 @@ def wrap_apply_gradients(original):
             return original(self, pairs, *args, **kwargs)
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
+        if gradient_tape.reduced_for(variables):  # Note [Gradients reduced at the tape]
+            with optimizer_patches.reducing():
+                return original(self, pairs, *args, **kwargs)
         reduced = optimizer_patches.reduced_gradients(self, grads, variables)
         with optimizer_patches.reducing():
             return original(self, list(zip(reduced, variables)), *args, **kwargs)
