@@ -71,12 +71,22 @@ TEST(LaunchOptions, OwnOptions) {
   EXPECT_FALSE(o.all_ranks_output);
   EXPECT_EQ(o.batch_mode, "per-rank");
   EXPECT_TRUE(o.sync_batchnorm);
+  EXPECT_FALSE(o.no_sync_batchnorm);
   ASSERT_TRUE(o.seed.has_value());
   EXPECT_EQ(*o.seed, 42u);
   EXPECT_EQ(o.mpirun, "/opt/mpi/bin/mpirun");
   EXPECT_EQ(o.mpi_flavor, MpiFlavor::kMpich);
   EXPECT_TRUE(o.dry_run);
   EXPECT_EQ(o.command, (Words{"python", "t.py"}));
+}
+
+TEST(LaunchOptions, Verify) {
+  LaunchOptions o = Ok({"-np", "3", "--verify", "--verify-steps", "7", "--verify-dir", "/tmp/v", "python", "t.py"});
+  EXPECT_TRUE(o.verify);
+  EXPECT_EQ(o.verify_steps, 7);
+  EXPECT_EQ(o.verify_dir, "/tmp/v");
+  EXPECT_TRUE(o.verify_run.empty());  // set by the launcher for each of its two runs
+  EXPECT_EQ(Ok({"-np", "2", "--verify", "python", "t.py"}).verify_steps, 20);
 }
 
 TEST(LaunchOptions, Defaults) {
@@ -119,7 +129,8 @@ TEST(LaunchOptions, HelpDocumentsEveryOptionAndVariable) {
   ParseResult r = Exit({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   for (const char* word : {"-np", "--num-proc", "--hosts", "--hostfile", "--verbose", "--output-filename",
-                           "--tag-output", "--all-ranks-output", "--batch-mode", "--data-sharding", "--sync-batchnorm", "--seed",
+                           "--tag-output", "--all-ranks-output", "--batch-mode", "--data-sharding", "--sync-batchnorm",
+                           "--no-sync-batchnorm", "--verify", "--verify-steps", "--verify-dir", "--seed",
                            "--mpirun", "--mpi-flavor", "--mpi-args", "--dry-run", "--version", "TFMPI_TRANSPARENT",
                            "PYTHONPATH", "TFMPI_SEED", "TFMPI_BATCH_MODE", "TFMPI_DATA_SHARDING", "TFMPI_SYNC_BATCHNORM",
                            "TFMPI_ALL_RANKS_OUTPUT", "COMMAND"}) {
@@ -154,6 +165,10 @@ TEST(LaunchOptions, UsageErrors) {
       {{"-np", "2", "--seed", "4294967296", "python", "t.py"}, "seed"},
       {{"-np", "2", "--mpi-flavor", "lam", "python", "t.py"}, "mpi-flavor"},
       {{"-np", "2", "-H", "a:1", "--hostfile", "h", "python", "t.py"}, "excludes"},
+      {{"-np", "2", "--sync-batchnorm", "--no-sync-batchnorm", "python", "t.py"}, "excludes"},
+      {{"-np", "1", "--verify", "python", "t.py"}, "--verify compares N ranks with one process"},
+      {{"-np", "2", "--verify-steps", "5", "python", "t.py"}, "go with --verify"},
+      {{"-np", "2", "--verify", "--verify-steps", "0", "python", "t.py"}, "verify-steps"},
   };
   for (const Case& c : cases) {
     ParseResult r = ParseArgs(c.args);

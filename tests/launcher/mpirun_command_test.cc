@@ -108,6 +108,25 @@ TEST(MpirunCommand, VariablesSet) {
   EXPECT_EQ(EnvValue(cmd, "TFMPI_ALL_RANKS_OUTPUT"), "1");
 }
 
+TEST(MpirunCommand, VerifyRunsSetTheirVariables) {
+  LaunchOptions o = Options(2);
+  o.verify = true;
+  o.verify_dir = "/tmp/records";
+  o.verify_steps = 9;
+  EXPECT_EQ(EnvValue(BuildMpirunCommand(o, MpiFlavor::kOpenMpi, {}, 8, false), "TFMPI_VERIFY"), "<unset>");
+  o.verify_run = "compare";
+  const MpirunCommand cmd = BuildMpirunCommand(o, MpiFlavor::kOpenMpi, {}, 8, false);
+  EXPECT_EQ(EnvValue(cmd, "TFMPI_VERIFY"), "compare");
+  EXPECT_EQ(EnvValue(cmd, "TFMPI_VERIFY_DIR"), "/tmp/records");
+  EXPECT_EQ(EnvValue(cmd, "TFMPI_VERIFY_STEPS"), "9");
+}
+
+TEST(MpirunCommand, NoSyncBatchnormSetsZero) {
+  LaunchOptions o = Options(2);
+  o.no_sync_batchnorm = true;
+  EXPECT_EQ(EnvValue(BuildMpirunCommand(o, MpiFlavor::kOpenMpi, {}, 8, false), "TFMPI_SYNC_BATCHNORM"), "0");
+}
+
 TEST(MpirunCommand, UnsetOptionsSetNothing) {
   const MpirunCommand cmd = BuildMpirunCommand(Options(2), MpiFlavor::kOpenMpi, {}, 8, false);
   ASSERT_EQ(cmd.env.size(), 1u);  // only TFMPI_TRANSPARENT

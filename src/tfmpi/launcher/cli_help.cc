@@ -21,10 +21,12 @@ constexpr const char* kFooter = R"(Environment set for every rank (forwarded wit
   TFMPI_SEED                --seed, else TFMPI_SEED from the environment, else a random seed
   TFMPI_BATCH_MODE          --batch-mode
   TFMPI_DATA_SHARDING       --data-sharding
-  TFMPI_SYNC_BATCHNORM=1    --sync-batchnorm
+  TFMPI_SYNC_BATCHNORM      --sync-batchnorm (1), --no-sync-batchnorm (0)
   TFMPI_ALL_RANKS_OUTPUT=1  --all-ranks-output, --output-filename
   TFMPI_PROBE_SPEEDS        --placement aware: each rank's probed speed relative to the
                             fastest chosen rank, comma-separated in rank order
+  TFMPI_VERIFY, TFMPI_VERIFY_DIR, TFMPI_VERIFY_STEPS
+                            --verify: which of its two runs, where the records are, K
 The rest of the environment reaches every rank on every host too, as on the launching host
 (a remote shell would start the ranks with a clean one): every variable except those that
 describe this host or session (HOSTNAME, PWD, SHLVL, TMPDIR, SSH_*, DISPLAY, GPU visibility

@@ -64,15 +64,36 @@ std::unique_ptr<CLI::App> MakeApp(LaunchOptions* o, RawOptions* raw) {
                   "its files (record readers), batches change composition.\n"
                   "Sets TFMPI_DATA_SHARDING (docs/transparent.md)")
       ->option_text("elements|files")->check(CLI::IsMember({"elements", "files"}))->group(training);
-  app->add_flag("--sync-batchnorm", o->sync_batchnorm,
-                "BatchNormalization statistics over the global batch.\n"
-                "Sets TFMPI_SYNC_BATCHNORM=1")
-      ->group(training);
+  CLI::Option* sync_bn =
+      app->add_flag("--sync-batchnorm", o->sync_batchnorm,
+                    "BatchNormalization moments over the global batch, the\n"
+                    "1-process math (the default). Sets TFMPI_SYNC_BATCHNORM=1")
+          ->group(training);
+  app->add_flag("--no-sync-batchnorm", o->no_sync_batchnorm,
+                "BatchNormalization moments over each rank's slice, as\n"
+                "other frameworks do: not the 1-process run. Sets\n"
+                "TFMPI_SYNC_BATCHNORM=0")
+      ->excludes(sync_bn)->group(training);
   app->add_option("--seed", raw->seed,
                   "Seed shared by all ranks, 0..4294967295. Sets TFMPI_SEED;\n"
                   "default: TFMPI_SEED if set, else a random seed per launch\n"
                   "(--verbose shows it)")
       ->option_text("N")->check(CLI::Range(std::int64_t{0}, std::int64_t{UINT32_MAX}))->group(training);
+
+  const char* proof = "Proof (docs/transparent.md, The proof kit)";
+  app->add_flag("--verify", o->verify,
+                "Run COMMAND as one process, then at N ranks with the same\n"
+                "seed and op determinism, and print step by step how far\n"
+                "the N-rank run's loss, weights and layer outputs are from\n"
+                "the 1-process run's; exit status 3 where they depart")
+      ->group(proof);
+  app->add_option("--verify-steps", o->verify_steps,
+                  "With --verify: the training steps compared (default 20)")
+      ->option_text("K")->check(CLI::Range(1, 1000000))->group(proof);
+  app->add_option("--verify-dir", o->verify_dir,
+                  "With --verify: keep the 1-process run's records in DIR\n"
+                  "(default: a temporary folder, removed afterwards)")
+      ->type_name("DIR")->group(proof);
 
   const char* output = "Output";
   app->add_flag("--tag-output", o->tag_output,
@@ -186,6 +207,13 @@ ParseResult ParseArgs(const std::vector<std::string>& args_in) {
   }
   if (!aware && (app->count("--probe-json") > 0 || app->count("--probe-timeout") > 0)) {
     return fail(fmt::format("--probe-json and --probe-timeout go with --placement aware\n{}", kSeeHelp));
+  }
+  if (!o.verify && (app->count("--verify-steps") > 0 || app->count("--verify-dir") > 0)) {
+    return fail(fmt::format("--verify-steps and --verify-dir go with --verify\n{}", kSeeHelp));
+  }
+  if (o.verify && o.num_proc < 2) {
+    return fail(fmt::format("--verify compares N ranks with one process: give -np 2 or more\n{}",
+                            kSeeHelp));
   }
   if (o.data_sharding == "files" && o.batch_mode == "per-rank") {
     return fail(fmt::format("--data-sharding files works with global batches (the default batch mode), "

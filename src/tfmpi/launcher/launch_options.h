@@ -33,12 +33,17 @@ struct LaunchOptions {
   bool all_ranks_output = false;      // --all-ranks-output
   std::string batch_mode;             // --batch-mode global|per-rank; empty: not given
   std::string data_sharding;          // --data-sharding elements|files; empty: not given
-  bool sync_batchnorm = false;        // --sync-batchnorm
+  bool sync_batchnorm = false;        // --sync-batchnorm (the default, said explicitly)
+  bool no_sync_batchnorm = false;     // --no-sync-batchnorm
   std::optional<std::uint32_t> seed;  // --seed N; main() fills in a random one
   std::string mpirun;                 // --mpirun PATH; empty: `mpirun` on PATH
   std::optional<MpiFlavor> mpi_flavor;  // --mpi-flavor; empty: detect
   std::vector<std::string> mpi_args;  // --mpi-args "...", split like a shell
   bool dry_run = false;               // --dry-run
+  bool verify = false;                // --verify: a 1-process run, then N ranks compared with it
+  int verify_steps = 20;              // --verify-steps K
+  std::string verify_dir;             // --verify-dir DIR; empty: a temporary folder
+  std::string verify_run;             // set for each of the two runs: "reference" or "compare"
   std::string site_dir;               // --tfmpi-site-dir (hidden; set by the Python shim)
   std::vector<std::string> command;   // COMMAND ARGS...
 };

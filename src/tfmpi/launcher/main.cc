@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -33,6 +34,7 @@ namespace tfmpi::launcher {
 namespace {
 
 constexpr int kExitMpiUnknown = 1;
+constexpr int kExitDeparts = 3;  // verify.EXIT_DEPARTS
 
 int Fail(const LaunchError& error) {
   std::fprintf(stderr, "tfmpirun: %s\n", error.message.c_str());
@@ -101,6 +103,88 @@ std::string ResolveSiteDir(const std::string& requested) {
                "Run the tfmpirun that pip installs with tfmpi.\n",
                requested.empty() ? "" : fmt::format(" in {}", requested).c_str());
   return {};
+}
+
+// Builds mpirun's command for `o` and runs it (or prints it, --dry-run).
+int RunJob(const LaunchOptions& o, const Environment& env) {
+  const MpirunCommand cmd = BuildMpirunCommand(o, *o.mpi_flavor, env, CountLocalCores(), ::geteuid() == 0);
+  const std::string line = FormatCommandLine(cmd);
+  if (o.verbose) std::fprintf(stderr, "tfmpirun: %s\n", line.c_str());
+  if (o.dry_run) {
+    std::printf("%s\n", line.c_str());
+    return 0;
+  }
+  for (const auto& [name, value] : cmd.env) ::setenv(name.c_str(), value.c_str(), 1);
+  std::string start_error;
+  const int status = SuperviseMpirun(cmd.argv, &start_error);  // Note [Stopping the job]
+  if (status < 0) return Fail({kExitNotFound, start_error});
+  return status;
+}
+
+// The exit status of a --verify run whose jobs ended normally: 0 where the
+// ranks' training matched the 1-process run, kExitDeparts where it departed
+// (rank 0's verdict.json says; rank 0 printed where).
+int VerdictStatus(const std::string& dir, int ranks) {
+  std::ifstream in(std::filesystem::path(dir) / "verdict.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && text.empty()) {
+    std::fprintf(stderr, "tfmpirun --verify: no verdict in %s: rank 0 ran on another host without a "
+                 "shared filesystem (its lines above are the verdict), or the script ended before "
+                 "tfmpi could compare\n", dir.c_str());
+    return kExitDeparts;
+  }
+  if (text.find("\"status\": 0") != std::string::npos) return 0;
+  std::fprintf(stderr, "tfmpirun --verify: the run at %d ranks departs from the 1-process run (rank 0 "
+               "says where, above)\n", ranks);
+  return kExitDeparts;
+}
+
+// Note [Proof runs] (python/tfmpi/transparent/verify.py): COMMAND as one
+// process (on the first slot of the hosts, where rank 0 of the second run
+// starts, so that rank 0 finds the first run's records without a shared
+// filesystem), then at -np N; rank 0 of the second compares and says.
+int Verify(LaunchOptions o, const Environment& env) {
+  namespace fs = std::filesystem;
+  const bool temporary = o.verify_dir.empty();
+  if (temporary) {
+    const auto tmp = env.find("TMPDIR");
+    std::string pattern = (tmp != env.end() && !tmp->second.empty() ? tmp->second : "/tmp");
+    pattern += "/tfmpi-verify-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return Fail({kExitUsage, fmt::format("--verify: cannot make a folder {}: {}", pattern,
+                                           std::strerror(errno))});
+    }
+    o.verify_dir = pattern;
+  } else {
+    std::error_code ec;
+    fs::create_directories(o.verify_dir, ec);
+    o.verify_dir = fs::absolute(o.verify_dir, ec).string();
+    if (ec) return Fail({kExitUsage, fmt::format("--verify-dir {}: {}", o.verify_dir, ec.message())});
+  }
+  const int ranks = o.num_proc;
+  LaunchOptions one = o;
+  one.num_proc = 1;
+  one.verify_run = "reference";
+  if (!o.dry_run) {
+    std::fprintf(stderr, "tfmpirun --verify: the 1-process run, %d training steps (records in %s)\n",
+                 o.verify_steps, o.verify_dir.c_str());
+  }
+  int status = RunJob(one, env);
+  if (status == 0) {
+    if (!o.dry_run) std::fprintf(stderr, "tfmpirun --verify: the run at %d ranks, compared step by step\n", ranks);
+    o.verify_run = "compare";
+    status = RunJob(o, env);
+    if (status == 0 && !o.dry_run) status = VerdictStatus(o.verify_dir, ranks);
+
+  } else {
+    std::fprintf(stderr, "tfmpirun --verify: the 1-process run failed (exit status %d): nothing to compare\n",
+                 status);
+  }
+  if (temporary) {
+    std::error_code ec;
+    fs::remove_all(o.verify_dir, ec);
+  }
+  return status;
 }
 
 int Main(int argc, char** argv) {
@@ -172,26 +256,17 @@ int Main(int argc, char** argv) {
     o.probe_speeds = placement->probe_speeds;
   }
 
-  const MpirunCommand cmd = BuildMpirunCommand(o, *o.mpi_flavor, env, CountLocalCores(), ::geteuid() == 0);
-  const std::string line = FormatCommandLine(cmd);
   if (o.verbose) {
     const std::string seed = o.seed ? std::to_string(*o.seed) : env.at("TFMPI_SEED");
-    std::fprintf(stderr, "tfmpirun: MPI: %s (%s)\ntfmpirun: seed: %s (%s)\ntfmpirun: %s\n",
-                 MpiFlavorName(*o.mpi_flavor), o.mpirun.c_str(), seed.c_str(), seed_source, line.c_str());
+    std::fprintf(stderr, "tfmpirun: MPI: %s (%s)\ntfmpirun: seed: %s (%s)\n", MpiFlavorName(*o.mpi_flavor),
+                 o.mpirun.c_str(), seed.c_str(), seed_source);
   }
-  if (o.dry_run) {
-    std::printf("%s\n", line.c_str());
-    return 0;
-  }
-  if (!o.output_filename.empty() && *o.mpi_flavor == MpiFlavor::kMpich) {
+  if (!o.output_filename.empty() && *o.mpi_flavor == MpiFlavor::kMpich && !o.dry_run) {
     std::error_code ec;  // Hydra does not create the folder of -outfile-pattern
     std::filesystem::create_directories(o.output_filename, ec);
   }
-  for (const auto& [name, value] : cmd.env) ::setenv(name.c_str(), value.c_str(), 1);
-  std::string start_error;
-  const int status = SuperviseMpirun(cmd.argv, &start_error);  // Note [Stopping the job]
-  if (status < 0) return Fail({kExitNotFound, start_error});
-  return status;
+  if (o.verify) return Verify(o, env);
+  return RunJob(o, env);
 }
 
 }  // namespace

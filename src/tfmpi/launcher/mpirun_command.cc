@@ -30,7 +30,13 @@ std::vector<std::pair<std::string, std::string>> VariablesToSet(const LaunchOpti
   if (!o.batch_mode.empty()) vars.emplace_back("TFMPI_BATCH_MODE", o.batch_mode);
   if (!o.data_sharding.empty()) vars.emplace_back("TFMPI_DATA_SHARDING", o.data_sharding);
   if (o.sync_batchnorm) vars.emplace_back("TFMPI_SYNC_BATCHNORM", "1");
+  if (o.no_sync_batchnorm) vars.emplace_back("TFMPI_SYNC_BATCHNORM", "0");
   if (!o.probe_speeds.empty()) vars.emplace_back("TFMPI_PROBE_SPEEDS", o.probe_speeds);
+  if (!o.verify_run.empty()) {
+    vars.emplace_back("TFMPI_VERIFY", o.verify_run);
+    vars.emplace_back("TFMPI_VERIFY_DIR", o.verify_dir);
+    vars.emplace_back("TFMPI_VERIFY_STEPS", std::to_string(o.verify_steps));
+  }
   if (o.all_ranks_output || !o.output_filename.empty()) {
     vars.emplace_back("TFMPI_ALL_RANKS_OUTPUT", "1");
   }
