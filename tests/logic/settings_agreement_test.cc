@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <future>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "contains.h"
@@ -140,7 +142,8 @@ using Wrap = std::function<std::unique_ptr<Communicator>(int rank, std::unique_p
 // Engine::Start on `size` rank threads over one in-process world, rank r with
 // options_of(r) and its communicator wrapped by `wrap`; each rank's Start status.
 std::vector<Status> StartRanks(int size, const std::function<EngineOptions(int)>& options_of,
-                               const Wrap& wrap) {
+                               const Wrap& wrap,
+                               const std::function<void(int rank)>& after_start = {}) {
   auto world = std::make_shared<InProcWorld>(size);
   std::vector<Status> started(static_cast<std::size_t>(size));
   testing::Spawn(size, [&](int rank) {
@@ -152,6 +155,7 @@ std::vector<Status> StartRanks(int size, const std::function<EngineOptions(int)>
           return Status::Ok();
         },
         &engine);
+    if (after_start) after_start(rank);
     EXPECT_EQ(engine == nullptr, !started[rank].ok());
   });
   return started;
@@ -159,23 +163,43 @@ std::vector<Status> StartRanks(int size, const std::function<EngineOptions(int)>
 
 // Ranks whose options differ never start: rank 0 says what differs, every
 // other rank fails too (no rank is left waiting in a first collective).
+// Rank 0's list is written before any other rank is released (Note [Reported
+// before released]): the report holds the others inside the check.
 TEST(EngineStart, RefusesRanksWithDifferentSettings) {
   constexpr int kSize = 3;
   std::atomic<int> abandoned{0};
-  const std::vector<Status> started = StartRanks(kSize, [](int rank) {
+  std::string report;
+  std::promise<void> reported;
+  std::shared_future<void> reported_future = reported.get_future().share();
+  std::atomic<int> released_before_report{0};
+  const std::vector<Status> started = StartRanks(kSize, [&](int rank) {
     EngineOptions o = testing::TestOptions();
     if (rank == 2) o.fusion_threshold = 0;
     o.caller_settings = {{"TFMPI_SHARES", rank == 1 ? "equal" : "adaptive"}};
+    o.report_settings = [&](const std::string& list) {
+      // The others must still be inside the check: none returns meanwhile.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      report = list;
+      reported.set_value();
+    };
     return o;
   }, [&](int, std::unique_ptr<Communicator> c) -> std::unique_ptr<Communicator> {
     return std::make_unique<CountsAbandon>(std::move(c), &abandoned);
+  }, [&](int rank) {
+    if (rank != 0 && reported_future.wait_for(std::chrono::seconds(0)) !=
+                         std::future_status::ready) {
+      ++released_before_report;
+    }
   });
   for (int r = 0; r < kSize; ++r) EXPECT_FALSE(started[r].ok()) << "rank " << r;
   // Every rank failed in the check together: MPI is left to end normally.
   EXPECT_EQ(abandoned.load(), 0);
-  EXPECT_TRUE(Contains(started[0].message(),
+  EXPECT_EQ(released_before_report.load(), 0);
+  EXPECT_TRUE(Contains(report,
                        {"TFMPI_FUSION_THRESHOLD: ranks 0, 1 have '67108864'; rank 2 has '0'",
                         "TFMPI_SHARES: ranks 0, 2 have 'adaptive'; rank 1 has 'equal'"}))
+      << report;
+  EXPECT_TRUE(Contains(started[0].message(), {"different settings (listed above)"}))
       << started[0].ToString();
   for (int r = 1; r < kSize; ++r)
     EXPECT_TRUE(Contains(started[r].message(), {"different settings (rank 0 lists them)"}))

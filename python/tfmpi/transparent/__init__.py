@@ -32,12 +32,6 @@ def activate():
         # a line for each problem (every invalid TFMPI_* value), in one write: other
         # ranks' lines rarely land inside
         os.write(2, "".join(f"tfmpi: {line}\n" for line in str(e).splitlines()).encode())
-        if "(rank 0 lists them)" in str(e):
-            # A rank that exits non-zero makes mpirun end the job: the others wait, so
-            # that rank 0's list is written (and rank 0 exits) before that happens.
-            import time
-
-            time.sleep(3)
         raise SystemExit(2)
     state.rank, state.size = tfmpi.rank(), tfmpi.size()
     state.active = True

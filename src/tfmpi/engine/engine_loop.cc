@@ -2,7 +2,11 @@
 // (negotiate, execute, wait), and stop, completing every request.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <string>
 #ifdef __linux__
 #include <pthread.h>
 #endif
@@ -33,6 +37,26 @@ std::string NamesOf(const PendingTable& pending) {
     if (names.size() < 200) names += (names.empty() ? "'" : ", '") + slot.name + "'";
   });
   return names;
+}
+
+// Rank 0's list of the settings that differ, a "tfmpi: " line each, in one
+// write to stderr (other ranks' lines rarely land inside), written before
+// the other ranks are released (Note [Reported before released]).
+void WriteSettingsReport(const std::string& verdict) {
+  std::string text;
+  size_t start = 0;
+  while (start < verdict.size()) {
+    size_t end = verdict.find('\n', start);
+    if (end == std::string::npos) end = verdict.size();
+    text += "tfmpi: " + verdict.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(2, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // stderr closed: nothing more to do
+    done += static_cast<size_t>(n);
+  }
 }
 
 }  // namespace
@@ -84,7 +108,9 @@ void Engine::Run(CommunicatorFactory factory) {
     if (s.ok()) {
       abandon = true;  // an exception in the check leaves the other ranks inside it
       bool disagreed = false;
-      s = AgreeOnSettings(comm.get(), SharedSettings(options_, comm->size()), &disagreed);
+      s = AgreeOnSettings(comm.get(), SharedSettings(options_, comm->size()), &disagreed,
+                          options_.report_settings ? options_.report_settings
+                                                   : WriteSettingsReport);
       abandon = !s.ok() && !disagreed;  // ranks that disagree all fail here, together
     }
   } catch (...) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,10 @@ struct EngineOptions {
   // The caller's settings (transparent mode's) that every rank must share,
   // checked at start with the engine's own (engine/shared_settings.h).
   std::vector<std::pair<std::string, std::string>> caller_settings;
+  // Where rank 0 writes the list of the settings that differ, before the
+  // other ranks are released (Note [Reported before released]); empty: a
+  // "tfmpi: " line each, in one write to stderr.
+  std::function<void(const std::string&)> report_settings;
 };
 
 // The registry of every TFMPI_* knob the engine reads.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,8 @@ const std::vector<std::string>& PerRankEngineParams() {
   return names;
 }
 
-Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool* disagreed) {
+Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool* disagreed,
+                       const std::function<void(const std::string&)>& report) {
   std::vector<std::string> all;
   TFMPI_RETURN_IF_ERROR(comm->GatherToRoot(planning::EncodeSettings(mine), &all));
   const std::string verdict = comm->rank() == 0 ? planning::SettingsDisagreement(all) : "";
@@ -50,7 +52,19 @@ Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool*
   TFMPI_RETURN_IF_ERROR(comm->BroadcastFromRoot(&differ));
   if (differ.empty()) return Status::Ok();
   *disagreed = true;
-  if (comm->rank() == 0) return Status::InvalidArgument(verdict);
+  // Note [Reported before released]
+  // A rank that exits non-zero makes mpirun end the job, and rank 0's list
+  // of what differs was sometimes lost when the others exited first. So rank
+  // 0 writes the list, then releases the others with one more broadcast: no
+  // rank can exit before the list is out.
+  if (comm->rank() == 0) report(verdict);
+  std::string released;
+  TFMPI_RETURN_IF_ERROR(comm->BroadcastFromRoot(&released));
+  if (comm->rank() == 0) {
+    return Status::InvalidArgument(
+        "the ranks were started with different settings (listed above): every rank must "
+        "share the settings that shape collectives and the training math");
+  }
   return Status::InvalidArgument(
       "the ranks were started with different settings (rank 0 lists them): every rank must "
       "share the settings that shape collectives and the training math");

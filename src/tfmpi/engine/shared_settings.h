@@ -2,6 +2,7 @@
 // planning/settings_agreement.h), checked before the engine serves anything.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,14 @@ planning::Settings SharedSettings(const EngineOptions& options, int world_size);
 const std::vector<std::string>& PerRankEngineParams();
 
 // Collective over `comm`: rank 0 gathers every rank's `mine` and compares
-// them; when they differ every rank returns InvalidArgument (rank 0 with
-// the differences, the others pointing to rank 0's message) and sets
-// *disagreed. A transport failure returns its status, *disagreed untouched.
-// Only a one-byte verdict is broadcast, so ranks whose message sizes differ
-// (a setting this checks) still make the same MPI calls.
-Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool* disagreed);
+// them; when they differ, rank 0 hands the differences to `report` (one
+// line each), then releases the others, and every rank returns
+// InvalidArgument (the others pointing to rank 0's list) and sets
+// *disagreed (Note [Reported before released]). A transport failure
+// returns its status, *disagreed untouched. Only a one-byte verdict is
+// broadcast, so ranks whose message sizes differ (a setting this checks)
+// still make the same MPI calls.
+Status AgreeOnSettings(Communicator* comm, const planning::Settings& mine, bool* disagreed,
+                       const std::function<void(const std::string&)>& report);
 
 }  // namespace tfmpi
