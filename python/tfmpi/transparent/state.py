@@ -32,8 +32,9 @@ sum_scale = None
 # per-rank mode dealing by shares, else 1; per_rank.py, Note [Batches by shares]).
 batches_per_step = None
 
-# tf.Variable int64 [start, size, total]: the split a custom loop made last
-# (total 0: not split; batching.py, Note [Split context]).
+# tf.Variable int64 [start, size, total, replicated]: the split a custom loop
+# made last (total 0: not split; replicated 1: every rank holds the whole
+# batch; batching.py, Note [Split context], Note [Batches smaller than the ranks]).
 split = None
 
 # A custom loop's dataset iteration has been split at least once: from then

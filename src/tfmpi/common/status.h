@@ -1,6 +1,16 @@
-// Status: the engine's error model. Every fallible engine call returns a Status
-// (or fires a callback with one); it crosses from the background thread to the
-// caller's thread by value. See Note [Error model] in docs/architecture.md.
+// Status: the engine's error model.
+//
+// Note [Error model]
+// Every fallible call of the core returns a Status (or fires a callback with
+// one); nothing throws across the engine's API, and a Status crosses from the
+// background thread to the caller's thread by value. A request that cannot
+// run (bad input, ranks that disagree about a tensor) completes with its own
+// Status and the engine carries on; a transport failure stops the engine, and
+// every pending and later request completes with the first failure (Note
+// [Engine errors], engine/engine_loop.cc). At the edges a Status becomes the
+// caller's error: a tfmpi.errors exception of the matching class in the numpy
+// API (bindings/python), a TensorFlow status in an op's kernel
+// (bindings/tensorflow/tf_status.h), an exit code in the launcher.
 #pragma once
 
 #include <string>
