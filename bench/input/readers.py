@@ -1,5 +1,5 @@
 """tfmpi.data.hdf5 against the usual ways of feeding HDF5 to tf.data
-(docs/performance.md, "Input-bound training"). One run:
+(docs/performance.md, "Reading HDF5 files"). One run:
 
     python bench/input/readers.py [--rows 200000] [--width 64]
 

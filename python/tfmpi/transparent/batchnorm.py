@@ -21,9 +21,9 @@ other (Note [Concurrent collectives]). Where every rank holds the whole batch
 (Note [Batches smaller than the ranks]) the N copies give the same moments
 and, weighted 1/N, the same gradient. One collective per layer (every rank's
 count, mean and squared deviations allgathered, then combined by Chan et
-al.'s parallel formula) measured slower on bn_stack (docs/performance.md,
-"Synchronized BatchNormalization"): allgathers keep program order, and each
-is two MPI calls.
+al.'s parallel formula) measured slower on bn_stack
+(docs/performance-history.md, "Synchronized BatchNormalization"): allgathers
+keep program order, and each is two MPI calls.
 
 Note [Synchronized by default]
 The promise is the 1-process curve, and per-slice moments break it from the

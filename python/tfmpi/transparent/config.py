@@ -179,7 +179,8 @@ def resolve_shares(shares, batch_mode, size, local_size, probed):
 # a slice of 16 rows cut at bounds in variables took 19.6-20.7 ms per step
 # against 15.5-16.3 ms at constant bounds (bench/dynamic_batch.py); under
 # tfmpirun -np 2 on one host, 23.6-26.9 ms adaptive against 18.6-24.6 equal
-# (docs/performance.md). Ranks on one host share its cores, memory and network:
+# (docs/performance-history.md, "Ranks that share a host: thread pools").
+# Ranks on one host share its cores, memory and network:
 # unless they are bound to cores that other work also uses, none is lastingly
 # slower than the others, and measured noise can move shares between alike
 # ranks. So by default (TFMPI_SHARES=auto) shares are adaptive where the ranks

@@ -270,8 +270,9 @@ Status Engine::Serve(Communicator* comm, Timeline* timeline, PendingTable* pendi
     // woke both engine threads on hosts of one core, over TCP, and a request
     // arriving during one waited for it. With 5 ms the run had a third of the
     // cycles and its steps were a little faster, and the tiny model's step at
-    // -np 2 on one host 8% faster (docs/performance.md, "Idle cycles between
-    // steps"). An idle rank then sees a leave notice within 40 ms (8 x 5 ms).
+    // -np 2 on one host 8% faster (docs/performance-history.md, "Idle cycles
+    // between steps"). An idle rank then sees a leave notice within 40 ms
+    // (8 x 5 ms).
     // Note [Waking the cycle]: a request should not wait for a timer; the
     // cycle that decides it can run as soon as every rank has it. So
     //  * Enqueue wakes a rank waiting for its next cycle at once (a grouped

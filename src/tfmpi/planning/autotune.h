@@ -38,8 +38,8 @@
 // every cycle seen so far (SamePlan: the same fusion groups, and no collective
 // longer than the smaller message size) is not measured: its windows could
 // only measure noise, and noise of a few percent once passed the margin on
-// this machine (docs/performance.md, "Autotune"). The cycles seen are the
-// same on every rank, so every rank skips the same candidates.
+// this machine (docs/performance-history.md, "Autotune"). The cycles seen are
+// the same on every rank, so every rank skips the same candidates.
 #pragma once
 
 #include <cstddef>

@@ -67,16 +67,16 @@
 // pass start (a new pipeline), with the threads of two ranks contending for
 // the same cores. One such window measured 0.84 s against 0.13 s for the
 // same 384 samples on two identical ranks; acting on it moved the split of
-// 256 to 35:221 and the step got slower (docs/performance.md, "Input-bound
-// training"). So a change is proposed only when the smoothed estimate, this
-// window alone and the window before it alone each predict it faster (the
-// smoothed one by min_gain, each window by min_gain / 2): a transient of one
-// window moves nothing. The price is a second window: a host that becomes
-// busy is followed after the second window that sees it, not the first, and
-// the first measurement of a run changes nothing on its own. So that second
-// window is short: after a window that proposed a change alone
-// (awaiting_confirmation), transparent mode measures again after 4 steps,
-// not TFMPI_REBALANCE_STEPS (python/tfmpi/transparent/shares.py).
+// 256 to 35:221 and the step got slower (docs/performance-history.md,
+// "Input-bound training"). So a change is proposed only when the smoothed
+// estimate, this window alone and the window before it alone each predict it
+// faster (the smoothed one by min_gain, each window by min_gain / 2): a
+// transient of one window moves nothing. The price is a second window: a host
+// that becomes busy is followed after the second window that sees it, not the
+// first, and the first measurement of a run changes nothing on its own. So
+// that second window is short: after a window that proposed a change alone
+// (awaiting_confirmation), transparent mode measures again after 4 steps, not
+// TFMPI_REBALANCE_STEPS (python/tfmpi/transparent/shares.py).
 #pragma once
 
 #include <cstdint>

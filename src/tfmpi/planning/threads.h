@@ -18,9 +18,9 @@
 // default). Steps that land in a throttled stretch stall; in a job every
 // rank waits for them. With the pools sized to the quota, the same CNN on a
 // host of one core and two CPUs took 22% less time per step as one process,
-// and 13% less at 2 ranks across two such hosts (docs/performance.md, "Thread
-// pools under a CPU quota"; the median step hides the stalls, the mean shows
-// them).
+// and 13% less at 2 ranks across two such hosts (docs/performance-history.md,
+// "Thread pools under a CPU quota"; the median step hides the stalls, the mean
+// shows them).
 // Binding (optional): rank r also keeps only its own consecutive CPUs of the
 // affinity list, so two ranks' threads never share a core. That needs whole
 // CPUs to hand out: no quota below the CPU count and no more ranks than CPUs;

@@ -12,9 +12,9 @@
 // 0-4 ms late, rank 0's engine spent 1.37 ms of CPU per allreduce, most of it
 // spinning in the data allreduce whenever it arrived second, and each
 // iteration took ~1.5 ms of wall time beyond the lateness itself
-// (docs/performance.md, "Waiting for a late peer"). So a pause doubles from
-// kFirstPause up to at most the larger of kShortWaitPause and a sixteenth of
-// the time already waited, and never above kMaxPause: a peer a
+// (docs/performance-history.md, "Waiting for a late peer"). So a pause doubles
+// from kFirstPause up to at most the larger of kShortWaitPause and a sixteenth
+// of the time already waited, and never above kMaxPause: a peer a
 // few milliseconds late is seen within ~50-250 us, and a wait of seconds (a
 // peer saving a checkpoint) wakes this rank at most 1,000 times a second, while
 // the latency it adds stays a small fraction of the wait.
