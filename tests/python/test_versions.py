@@ -16,6 +16,8 @@ pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
 from tfmpi.transparent import versions  # noqa: E402
 
+pytestmark = pytest.mark.quick  # the quick tier runs it (scripts/test.sh quick)
+
 ROOT = os.path.dirname(os.path.dirname(HERE))
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
@@ -33,6 +35,13 @@ def _extra(name):
 def test_pyproject_states_the_tested_range(package, extra, distribution):
     (a, b), (c, d) = versions.TESTED[package]
     assert f'"{distribution}>={a}.{b},<{c}.{d + 1}"' in _extra(extra)
+
+
+@pytest.mark.parametrize("package", sorted(versions.READS))
+def test_every_part_the_patches_need_resolves(package):
+    # Run by the quick tier with the newest Keras here and the oldest in its venv.
+    pytest.importorskip(package, reason=f"{package} is not installed")
+    assert versions.missing(package) == []
 
 
 def test_the_installed_releases_are_inside_the_range():
