@@ -26,13 +26,45 @@
 # 0.4-core host, and a test of the shares failed (nice does not keep other
 # work from slowing a host that wants a whole core). The two runs select
 # complementary sets: every test runs once.
+#
+#   bash scripts/test.sh quick   the quick tier, before every commit (README: its time):
+#     the C++ tests that start no MPI job, the Python tests marked quick (in-process
+#     unit tests, the docs and notes check, the parts the patches need resolved on both
+#     Keras lines, with the oldest Keras 3 too where its venv exists, and one real
+#     2-rank training run checked against the 1-process run by tfmpirun --verify).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 START=$(date +%s)
 tier() { echo "== $* (at $(( $(date +%s) - START )) s) =="; }
 
+case "${1:-all}" in
+  all|quick) ;;
+  *) echo "usage: bash scripts/test.sh [quick]   (no argument: the whole suite)" >&2; exit 2 ;;
+esac
+
 bash scripts/setup.sh
+
+if [ "${1:-all}" = quick ]; then
+  tier "Quick tier: C++ tests that start no MPI job (ctest -LE mpi)"
+  cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
+        -DTFMPI_BUILD_TF_OPS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" >/dev/null
+  cmake --build build/tests
+  ctest --test-dir build/tests --output-on-failure --timeout 300 -j 2 -LE mpi
+  tier "Quick tier: Python tests marked quick (pytest -m quick)"
+  "$PYTHON" -m pytest -q -rs -p no:cacheprovider -m quick tests/python tests/launcher
+  if [ -x build/keras-oldest/bin/python ]; then
+    tier "Quick tier: the parts the patches need, with the oldest Keras 3 (build/keras-oldest)"
+    build/keras-oldest/bin/python -m pytest -q -rs -p no:cacheprovider \
+        tests/python/test_versions.py tests/python/test_patch_registry.py \
+        -k "resolves or have_every_target"
+  else
+    echo "test.sh quick: SKIPPED the oldest-Keras check: no build/keras-oldest yet (the whole suite makes it)"
+  fi
+  tier "Quick tier done"
+  exit 0
+fi
 ROOT=0
 [ "$(id -u)" -eq 0 ] && ROOT=1
 # Installed now, not while tests run (the emulated-cluster tier runs MPICH too).
@@ -93,8 +125,10 @@ stop_background() { for job in "${BG_JOBS[@]}"; do kill -- "-$job" 2>/dev/null |
 trap stop_background EXIT
 
 tier "Python tests (pytest)"
-# -rs: every skipped test is listed with its reason.
-"$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/python tests/launcher
+# -rs: every skipped test is listed with its reason. Every test's time is kept in
+# build/pytest-python.xml (JUnit XML), the 25 slowest printed.
+"$PYTHON" -m pytest -q -rs --durations=25 -p no:cacheprovider --junitxml=build/pytest-python.xml \
+    tests/python tests/launcher
 
 tier "Waiting for the background builds"
 while [ ! -e "$BUILDS_DONE" ]; do

@@ -7,6 +7,8 @@ tf = pytest.importorskip("tensorflow", reason="gradient buckets are TensorFlow t
 
 from tfmpi.transparent import collectives, config, state  # noqa: E402
 
+pytestmark = pytest.mark.quick  # the quick tier runs it (scripts/test.sh quick)
+
 
 @pytest.fixture
 def bucket_bytes(monkeypatch):

@@ -27,6 +27,7 @@ except tfmpi.NotInitializedError as e:
 """
 
 
+@pytest.mark.quick
 def test_collective_before_init_and_after_shutdown():
     r = run_python(2, ["-c", SNIPPET_BEFORE_INIT], timeout=120)
     assert r.returncode == 0, r.stdout
@@ -35,6 +36,7 @@ def test_collective_before_init_and_after_shutdown():
     assert r.stdout.count("RANK: tfmpi") == 2
 
 
+@pytest.mark.quick
 def test_invalid_parameter_is_rejected_at_init():
     r = run_python(1, ["-c", "import tfmpi; tfmpi.init()"], timeout=120,
                    env={"TFMPI_CACHE_CAPACITY": "-5"})
@@ -114,6 +116,7 @@ def test_skip_data_negotiates_but_moves_no_allreduce_data():
     assert "TFMPI_SKIP_DATA and TFMPI_AUTOTUNE cannot be combined" in both.stdout, both.stdout
 
 
+@pytest.mark.quick
 def test_params_table_lists_every_knob():
     r = run([sys.executable, "-m", "tfmpi.params"], timeout=60)
     assert r.returncode == 0, r.stdout
@@ -134,6 +137,7 @@ def test_params_table_lists_every_knob():
         assert name in r.stdout.split("Transparent mode")[1], r.stdout
 
 
+@pytest.mark.quick
 def test_params_check_covers_transparent_mode_and_misspelt_names():
     """--check validates transparent mode's variables as well as the engine's, and
     refuses a name one slip away from a real one (whose setting would silently not
@@ -172,6 +176,7 @@ def test_the_numpy_api_names_a_misspelt_variable_once():
     assert "did you mean TFMPI_FUSION_THRESHOLD?" in r.stdout, r.stdout
 
 
+@pytest.mark.quick
 def test_every_variable_the_code_reads_is_known():
     """Every TFMPI_* name in the package's and engine's sources is in the engine's
     registry or transparent mode's list (config.VARIABLES), so the misspelling check
@@ -312,6 +317,7 @@ def test_diverged_ranks_fail_within_seconds_by_default():
         assert 9.0 <= float(line.split()[2]) < 30.0, line
 
 
+@pytest.mark.quick
 def test_every_error_class_is_importable_from_tfmpi():
     """The docs name errors as tfmpi.X (tfmpi.BatchMismatchError): each one of
     tfmpi.errors is there and in __all__."""

@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+pytestmark = pytest.mark.quick  # the quick tier runs it (scripts/test.sh quick)
+
 _PATH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "scaling", "model.py")
 _spec = importlib.util.spec_from_file_location("scaling_model", _PATH)
 model = importlib.util.module_from_spec(_spec)

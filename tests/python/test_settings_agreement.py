@@ -10,6 +10,8 @@ import pytest
 
 from mpirun_util import mpirun_command, run
 
+pytestmark = pytest.mark.quick  # the quick tier runs it (scripts/test.sh quick)
+
 RANK = '"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"'
 NUMPY_JOB = ("import os, numpy as np, tfmpi; tfmpi.init(); "  # one write: lines don't interleave
              "os.write(1, f\"SUM {tfmpi.allreduce(np.ones(3, np.float32), op='sum')[0]}\\n\".encode())")

@@ -38,6 +38,7 @@ def _steps(out):
                       out, re.M)
 
 
+@pytest.mark.quick  # the quick tier's real training run, 1 process against 2 ranks
 def test_a_fit_that_matches_and_one_that_departs():
     r = _verify(["--verify-steps", "6", "-np", "2"], [BN_SCRIPT, "1"])
     assert r.returncode == 0, r.stdout
