@@ -30,7 +30,7 @@
 #   bash scripts/test.sh quick   the quick tier, before every commit (README: its time):
 #     the C++ tests that start no MPI job, the Python tests marked quick (in-process
 #     unit tests, the docs and notes check, the parts the patches need resolved on both
-#     Keras lines, with the oldest Keras 3 too where its venv exists, and one real
+#     Keras lines, with the oldest Keras 3 too (build/keras-oldest), and one real
 #     2-rank training run checked against the 1-process run by tfmpirun --verify).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +45,19 @@ esac
 
 bash scripts/setup.sh
 
+# The oldest Keras 3 minor transparent mode supports (tfmpi/transparent/versions.py),
+# in a virtual environment that sees everything else from this Python.
+OLDEST=$("$PYTHON" -c "from tfmpi.transparent.versions import TESTED; print('%d.%d.*' % TESTED['keras'][0])")
+VENV=build/keras-oldest
+HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDEST%.*}.'))"
+oldest_venv() {
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
+  "$VENV/bin/python" -c "$HAS_OLDEST" 2>/dev/null ||
+    "$VENV/bin/python" -m pip install -q --no-deps "keras==$OLDEST" ||
+    { echo "test.sh: could not install keras==$OLDEST" >&2; return 1; }
+  "$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; return 1; }
+}
+
 if [ "${1:-all}" = quick ]; then
   tier "Quick tier: C++ tests that start no MPI job (ctest -LE mpi)"
   cmake -S . -B build/tests -G Ninja -DTFMPI_BUILD_PYTHON=OFF -DTFMPI_BUILD_TESTS=ON \
@@ -54,14 +67,11 @@ if [ "${1:-all}" = quick ]; then
   ctest --test-dir build/tests --output-on-failure --timeout 300 -j 2 -LE mpi
   tier "Quick tier: Python tests marked quick (pytest -m quick)"
   "$PYTHON" -m pytest -q -rs -p no:cacheprovider -m quick tests/python tests/launcher
-  if [ -x build/keras-oldest/bin/python ]; then
-    tier "Quick tier: the parts the patches need, with the oldest Keras 3 (build/keras-oldest)"
-    build/keras-oldest/bin/python -m pytest -q -rs -p no:cacheprovider \
-        tests/python/test_versions.py tests/python/test_patch_registry.py \
-        -k "resolves or have_every_target"
-  else
-    echo "test.sh quick: SKIPPED the oldest-Keras check: no build/keras-oldest yet (the whole suite makes it)"
-  fi
+  tier "Quick tier: the parts the patches need, with keras==$OLDEST ($VENV)"
+  oldest_venv
+  "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
+      tests/python/test_versions.py tests/python/test_patch_registry.py \
+      -k "resolves or have_every_target"
   tier "Quick tier done"
   exit 0
 fi
@@ -70,11 +80,6 @@ ROOT=0
 # Installed now, not while tests run (the emulated-cluster tier runs MPICH too).
 [ "$ROOT" -eq 1 ] && bash scripts/apt_install.sh mpich libmpich-dev
 
-# The oldest Keras 3 minor transparent mode supports (tfmpi/transparent/versions.py),
-# in a virtual environment that sees everything else from this Python.
-OLDEST=$("$PYTHON" -c "from tfmpi.transparent.versions import TESTED; print('%d.%d.*' % TESTED['keras'][0])")
-VENV=build/keras-oldest
-HAS_OLDEST="import keras, sys; sys.exit(not keras.__version__.startswith('${OLDEST%.*}.'))"
 
 # No TensorFlow ops in the CTest tree: no CTest test loads them, and the wheel
 # that setup.sh installed has already compiled them (their TensorFlow headers
@@ -90,11 +95,7 @@ builds() {
   # tfmpi built against MPICH as well (build/mpich-venv), for the MPICH tests of
   # the emulated-cluster tier, where the tier can run (root).
   [ "$ROOT" -eq 0 ] || bash scripts/mpich.sh
-  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
-  "$VENV/bin/python" -c "$HAS_OLDEST" 2>/dev/null ||
-    "$VENV/bin/python" -m pip install -q --no-deps "keras==$OLDEST" ||
-    { echo "test.sh: could not install keras==$OLDEST" >&2; return 1; }
-  "$VENV/bin/python" -c "$HAS_OLDEST" || { echo "test.sh: $VENV does not run keras==$OLDEST" >&2; return 1; }
+  oldest_venv
 }
 # The fidelity tier again, at 2 ranks, with the oldest supported Keras 3.
 oldest_keras_tier() {

@@ -3,6 +3,8 @@
 import json
 import sys
 
+import pytest
+
 from mpirun_util import run, run_python
 
 SNIPPET_BEFORE_INIT = """
