@@ -57,18 +57,18 @@ def inventory():
         (a, b), (c, d) = versions.TESTED[line]
         lines.append(f"{TITLES[line]} {versions.installed_version(line)} "
                      f"(tested {a}.{b} to {c}.{d}):")
+        declared = set()
         for p in patch_registry.of_line(line):
-            module, path = p.module, p.path
-            missing = any(entry in lacking for entry in (f"{module}: {path}",
-                                                         f"{module} (module)"))
+            entries = (f"{p.module}: {p.path}", f"{p.module} (module)")
+            declared.update(entries)
+            missing = any(entry in lacking for entry in entries)
             complete &= not missing
             status = "MISSING" if missing else "ok"
             reach = f" ({REACH[p.reach]})" if p.reach else ""
             lines.append(f"  {status:7} {p.target}{reach}  [{p.by}] {p.purpose}")
-        for entry in sorted(lacking):
-            if not any(entry.startswith(p.module) for p in patch_registry.of_line(line)):
-                lines.append(f"  MISSING {entry} (read by the patches)")
-                complete = False
+        for entry in sorted(lacking - declared):  # parts read, not patched (versions.READS)
+            lines.append(f"  MISSING {entry} (read by the patches)")
+            complete = False
     return lines, complete
 
 
