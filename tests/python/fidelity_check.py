@@ -23,6 +23,59 @@ def launch(launcher, args, out, env, timeout):
                timeout=timeout, env={**QUIET, **env})
 
 
+RUNNER = os.path.join(FIDELITY, "run_kinds.py")
+
+
+def launch_kinds(launcher, kinds, root, env, timeout):
+    """Run kinds [(name, args, own environment)] one after another in one
+    process per rank (fidelity/run_kinds.py), kind NAME writing to root/NAME.
+    Returns (CompletedProcess, {name: its part of the output})."""
+    spec = os.path.join(str(root), "kinds.json")
+    with open(spec, "w") as f:
+        json.dump([{"name": n, "args": list(a), "env": e} for n, a, e in kinds], f)
+    r = run(launcher + [sys.executable, RUNNER, str(root), spec], timeout=timeout,
+            env={**QUIET, **env})
+    return r, sections(r.stdout)
+
+
+def sections(stdout):
+    """{name: output} split at run_kinds.py's `KIND name` lines."""
+    parts, name = {}, None
+    for line in stdout.splitlines(keepends=True):
+        if line.startswith("KIND "):
+            name = line[5:].strip()
+            parts[name] = ""
+        elif name is not None:
+            parts[name] += line
+    return parts
+
+
+def finished(r, parts, name):
+    """Asserts that kind `name` of a run_kinds.py run finished: its part of the
+    output ends its run, and the process succeeded, or failed only in a later
+    kind."""
+    part = parts.get(name)
+    assert part is not None, f"{name} did not start: an earlier kind of its process failed\n" \
+        + r.stdout
+    names = list(parts)
+    later_failed = names[-1] != name and "RUN_DONE" in part
+    assert r.returncode == 0 or later_failed, f"{name}: exit status {r.returncode}\n{r.stdout}"
+
+
+def reference_kinds(kinds, env, root):
+    """The plain 1-process runs of kinds [(name, args, own environment)], in one
+    process: {name: (result, final weights as float64, its output)}."""
+    r, parts = launch_kinds([], kinds, root, env, timeout=120 + 60 * len(kinds))
+    assert r.returncode == 0, r.stdout
+    out = {}
+    for name, _, _ in kinds:
+        folder = os.path.join(str(root), name)
+        (result,) = results(folder).values()
+        values = np.load(glob.glob(os.path.join(folder, "values-*.npy"))[0])
+        out[name] = (result, values, parts[name])
+    return out
+
+
 def results(out):
     return {p: json.load(open(p)) for p in sorted(glob.glob(os.path.join(str(out), "run-*.json")))}
 

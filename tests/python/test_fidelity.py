@@ -11,6 +11,15 @@ final weights bitwise identical across ranks and within 1e-4 of the
 output from rank 0 only. Kinds run with Keras 3 and, where marked, again with
 tf_keras (TF_USE_LEGACY_KERAS=1, the scripts taking tf.keras). A kind whose
 Keras line is missing is skipped with the reason, never left out.
+
+Starting a process costs more here than most kinds' training (importing
+TensorFlow alone is about 3.5 s of CPU), so the kinds run in groups, as a
+user's script that trains several models in turn: one `tfmpirun -np N` for all
+the selected variants with the same rank count and tfmpi settings, and one
+plain process for the 1-process runs of each Keras line (fidelity/run_kinds.py
+clears the Keras session between kinds). Each variant is still its own test,
+checked on its own folder and its own part of the output; a kind that fails
+fails its test and those of the kinds after it in its process.
 """
 
 import glob
@@ -94,6 +103,24 @@ KINDS = {
 }
 
 
+# Kinds that train with Adam or RMSprop, which normalise their step and so train
+# alike with a wrong gradient scale (a sum in place of a mean): each runs again
+# with plain SGD in their place (fidelity/common.py, optimizer), as <kind>_sgd, at
+# its first rank count and on its first Keras line.
+SGD = {"FIDELITY_SGD": "0.05"}
+ADAPTIVE_OPTIMIZERS = [
+    "custom_loop", "fit_steps_per_epoch_sample_weight", "keras2_train_step", "random_layers",
+    "random_layers_uneven_shares", "random_layers_last_batch_of_one",
+    "tf_keras_random_layers_fit", "gan_two_optimizers", "add_loss_subclassed_and_dict_inputs",
+    "masked_lstm_and_mean_with_sample_weight", "lr_and_early_stopping", "save_then_load",
+    "custom_loop_sharded_update", "gan_two_optimizers_sharded_update",
+    "save_then_load_sharded_update",
+]
+for _kind in ADAPTIVE_OPTIMIZERS:
+    _args, _env, _keras3, _tf_keras = KINDS[_kind]
+    KINDS[f"{_kind}_sgd"] = (_args, {**_env, **SGD}, _keras3[:1], () if _keras3 else _tf_keras[:1])
+
+
 def _variants():
     """(variant name, kind, environment) for every kind and Keras line."""
     out = []
@@ -114,42 +141,107 @@ CASES = [(name, n) for name, kind, env in _variants()
          for n in KINDS[kind][3 if "TF_USE_LEGACY_KERAS" in env else 2] if n in SIZES]
 
 
+def _process_env(name):
+    """What the variant's whole process is given: tfmpi's settings (read at
+    start-up) and the Keras line."""
+    return {k: v for k, v in VARIANTS[name][1].items()
+            if k.startswith("TFMPI_") or k == "TF_USE_LEGACY_KERAS"}
+
+
+def _kind_spec(name):
+    """(name, script and arguments, the kind's own environment) for run_kinds.py."""
+    kind, env = VARIANTS[name]
+    own = {k: v for k, v in env.items() if k not in _process_env(name)}
+    return name, KINDS[kind][0], own
+
+
 def _require_keras_line(name):
     if "TF_USE_LEGACY_KERAS" in VARIANTS[name][1] and importlib.util.find_spec("tf_keras") is None:
         pytest.skip("tf_keras is not installed (scripts/setup.sh installs it)")
 
 
+def _selected(request):
+    """The (name, np) cases of this test that the session runs (after -k)."""
+    cases = []
+    for item in request.session.items:
+        spec = getattr(item, "callspec", None)
+        if item.originalname == "test_matches_one_process_run" and spec is not None:
+            cases.append((spec.params["name"], spec.params["np_"]))
+    return cases
+
+
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The plain 1-process run (python, no tfmpirun) of a variant, made once per
-    script, arguments and environment. TFMPI_* settings are left out of it: a plain
-    run does not load tfmpi, so variants that differ only in those (fit,
-    fit_autotune, fit_sharded_update, ...) share one reference run."""
+def reference(request, tmp_path_factory):
+    """The plain 1-process runs (python, no tfmpirun), all the selected variants of
+    one Keras line in one process (fidelity/run_kinds.py), made at the first
+    request. TFMPI_* settings are left out: a plain run does not load tfmpi, so
+    variants that differ only in those (fit, fit_autotune, fit_sharded_update, ...)
+    share one reference run."""
     made = {}
 
+    def key(name):
+        spec = _kind_spec(name)
+        return tuple(spec[1]), tuple(sorted(spec[2].items())), "TF_USE_LEGACY_KERAS" in \
+            VARIANTS[name][1]
+
     def get(name):
-        kind, env = VARIANTS[name]
-        plain = {k: v for k, v in env.items() if not k.startswith("TFMPI_")}
-        key = (tuple(KINDS[kind][0]), tuple(sorted(plain.items())))
-        if key not in made:
-            made[key] = fidelity_check.reference(KINDS[kind][0], plain,
-                                                 tmp_path_factory.mktemp(f"ref-{name}"))
-        return made[key]
+        if key(name) not in made:
+            legacy = key(name)[2]
+            todo = {}
+            for other, _ in _selected(request):
+                if key(other)[2] == legacy and key(other) not in made:
+                    todo.setdefault(key(other), _kind_spec(other))
+            line = "tf_keras" if legacy else "keras3"
+            runs = fidelity_check.reference_kinds(list(todo.values()), LEGACY if legacy else {},
+                                                  tmp_path_factory.mktemp(f"ref-{line}"))
+            for k, spec in todo.items():
+                made[k] = runs[spec[0]]
+        return made[key(name)]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def launched(request, tmp_path_factory):
+    """`tfmpirun -np N` of every selected variant with the same rank count and
+    process environment, in one process per rank (fidelity/run_kinds.py), made
+    at the first request: (CompletedProcess or the AssertionError of a timeout,
+    {name: its output}, folder)."""
+    made = {}
+
+    def group(name, np_):
+        return np_, tuple(sorted(_process_env(name).items()))
+
+    def get(name, np_):
+        g = group(name, np_)
+        if g not in made:
+            names = [n for n, k in _selected(request) if group(n, k) == g]
+            root = tmp_path_factory.mktemp(f"np{np_}")
+            try:
+                r, parts = fidelity_check.launch_kinds(
+                    ["tfmpirun", "-np", str(np_)], [_kind_spec(n) for n in names], root,
+                    _process_env(name), timeout=120 + 60 * len(names))
+            except AssertionError as e:  # a hang: every kind of the group fails with it
+                r, parts = e, {}
+            made[g] = (r, parts, root)
+        return made[g]
 
     return get
 
 
 @pytest.mark.parametrize("name,np_", CASES)
-def test_matches_one_process_run(name, np_, reference, tmp_path):
+def test_matches_one_process_run(name, np_, reference, launched):
     _require_keras_line(name)
     kind, _ = VARIANTS[name]
     ref = reference(name)
     assert len(ref[0]["losses"]) >= 40, "a fidelity run needs enough steps to show a drift"
-    r = launch(["tfmpirun", "-np", str(np_)], KINDS[kind][0], tmp_path, VARIANTS[name][1],
-               timeout=600)
-    assert r.returncode == 0, r.stdout
-    fidelity_check.assert_matches(ref, tmp_path, np_, r.stdout)
+    r, parts, root = launched(name, np_)
+    if isinstance(r, AssertionError):
+        raise r
+    fidelity_check.finished(r, parts, name)
+    out = os.path.join(str(root), name)
+    fidelity_check.assert_matches(ref, out, np_, parts[name])
     if "TFMPI_AUTOTUNE" in VARIANTS[name][1]:
         assert "autotune: searching from" in r.stdout, r.stdout
     if KINDS[kind][0][0] == "train_fit.py":
-        assert len(glob.glob(os.path.join(str(tmp_path), "ckpt-*.weights.h5"))) == 1
+        assert len(glob.glob(os.path.join(out, "ckpt-*.weights.h5"))) == 1

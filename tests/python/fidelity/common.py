@@ -31,6 +31,19 @@ def setup_determinism():
     tf.config.experimental.enable_op_determinism()
 
 
+def optimizer(adaptive):
+    """The script's Adam or RMSprop, or, where FIDELITY_SGD is set, plain SGD
+    at that learning rate in its place. Adam and RMSprop normalise their step,
+    so a wrong gradient scale (a sum of the ranks' gradients in place of their
+    mean) trains the same with them; SGD's step is the gradient times the
+    rate, so the kind's SGD variant sees it."""
+    rate = os.environ.get("FIDELITY_SGD")
+    if not rate:
+        return adaptive
+    legacy = "legacy" in type(adaptive).__module__
+    return (keras.optimizers.legacy.SGD if legacy else keras.optimizers.SGD)(float(rate))
+
+
 def digits():
     """scikit-learn's digits: from the file tests/conftest.py wrote (the test
     tiers hide scikit-learn from the processes they start, tests/lean_site),

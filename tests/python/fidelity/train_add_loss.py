@@ -67,7 +67,7 @@ def dict_inputs():
     logits = keras.layers.Dense(10)(keras.layers.Dense(32, activation="tanh")(pixels))
     probabilities = LogisticEndpoint()(targets, logits, weights)
     model = keras.Model({"pixels": pixels, "targets": targets, "weights": weights}, probabilities)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    model.compile(optimizer=common.optimizer(keras.optimizers.Adam(3e-3)))
     sample_weight = (0.5 + (np.arange(len(y)) % 4) / 2).astype("float32")
     inputs = {"pixels": x, "targets": y, "weights": sample_weight}
     record = common.RecordLoss(common.batch_sizes(len(x), BATCH))

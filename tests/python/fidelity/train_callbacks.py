@@ -13,7 +13,7 @@ x, y = common.digits()
 x_train, y_train, x_val, y_val = x[:400], y[:400], x[1400:], y[1400:]  # small: it overfits
 model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64, activation="relu"),
                           keras.layers.Dense(10)])
-model.compile(optimizer=keras.optimizers.Adam(2e-2),
+model.compile(optimizer=common.optimizer(keras.optimizers.Adam(2e-2)),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
               metrics=["accuracy"])
 

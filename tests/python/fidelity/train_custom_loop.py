@@ -25,7 +25,7 @@ if summed:
     optimizer = keras.optimizers.SGD(2e-3)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")
 else:
-    optimizer = keras.optimizers.Adam(1e-2)
+    optimizer = common.optimizer(keras.optimizers.Adam(1e-2))
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 

@@ -16,8 +16,8 @@ train = (tf.data.Dataset.from_tensor_slices((x[:1400], y[:1400], weights[:1400])
 
 model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32, activation="relu"),
                           keras.layers.Dense(10, activation="softmax")])
-model.compile(optimizer=keras.optimizers.Adam(5e-3), loss="sparse_categorical_crossentropy",
-              weighted_metrics=["accuracy"])
+model.compile(optimizer=common.optimizer(keras.optimizers.Adam(5e-3)),
+              loss="sparse_categorical_crossentropy", weighted_metrics=["accuracy"])
 record = common.RecordLoss([40])
 model.fit(train, steps_per_epoch=30, epochs=4, verbose=0, callbacks=[record])  # 120 steps
 common.evaluate(model, x[1400:], y[1400:], sample_weight=weights[1400:], batch_size=64)

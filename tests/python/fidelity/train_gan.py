@@ -60,7 +60,8 @@ class GAN(keras.Model):
 
 
 gan = GAN()
-gan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3),
+gan.compile(common.optimizer(keras.optimizers.Adam(1e-3)),
+            common.optimizer(keras.optimizers.Adam(1e-3)),
             keras.losses.BinaryCrossentropy(from_logits=True))
 record = common.RecordLoss([1], keys=("d_loss", "g_loss"))  # trackers: one update per step
 gan.fit(x, batch_size=64, epochs=2, shuffle=True, verbose=0, callbacks=[record])  # 29 steps each

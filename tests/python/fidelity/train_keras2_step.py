@@ -32,7 +32,7 @@ class Classifier(keras.Model):
 
 
 model = Classifier()
-model.compile(optimizer=keras.optimizers.legacy.RMSprop(1e-3),
+model.compile(optimizer=common.optimizer(keras.optimizers.legacy.RMSprop(1e-3)),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
               metrics=["sparse_categorical_accuracy"])
 record = common.RecordLoss(common.batch_sizes(1797, 64))

@@ -33,7 +33,7 @@ def train(mode):
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                           reduction="mean_with_sample_weight")
         fit_kwargs["sample_weight"] = (1.0 + lengths % 5).astype("float32")[:, None]
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss)
+    model.compile(optimizer=common.optimizer(keras.optimizers.Adam(1e-2)), loss=loss)
     batch = 50  # 12 steps per epoch
     record = common.RecordLoss(common.batch_sizes(n, batch))
     model.fit(tokens, tags, batch_size=batch, epochs=4, shuffle=True, verbose=0,

@@ -48,7 +48,7 @@ def epochs_of(train_step, dataset):
 
 def fit():
     model = build()
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
+    model.compile(optimizer=common.optimizer(keras.optimizers.Adam(3e-3)),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
     record = common.RecordLoss(common.batch_sizes(len(x), BATCH))
@@ -60,7 +60,7 @@ def fit():
 def loop():
     model = build()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    optimizer = keras.optimizers.Adam(3e-3)
+    optimizer = common.optimizer(keras.optimizers.Adam(3e-3))
     model.compile(loss=loss_fn, metrics=["accuracy"])  # for evaluate only
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2000, seed=1).batch(BATCH)
     if common.LEGACY:  # tf_keras has no keras.random: a tf.random.Generator draws instead

@@ -21,7 +21,7 @@ suffix = ".weights.h5" if not common.LEGACY else ".h5"
 def build():
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"),
                               keras.layers.Dense(10)])
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
+    model.compile(optimizer=common.optimizer(keras.optimizers.Adam(3e-3)),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 

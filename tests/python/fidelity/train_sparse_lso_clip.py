@@ -24,7 +24,7 @@ model = keras.Sequential([
     keras.layers.Dense(3, activation="softmax"),
 ])
 if len(sys.argv) > 2 and sys.argv[2] == "adam":
-    optimizer, epochs = keras.optimizers.Adam(5e-3), 2
+    optimizer, epochs = common.optimizer(keras.optimizers.Adam(5e-3)), 2
 else:
     inner = keras.optimizers.SGD(0.5, global_clipnorm=1.0)
     optimizer, epochs = keras.mixed_precision.LossScaleOptimizer(inner), 3
