@@ -1,0 +1,2 @@
+// Fixture for tests/layers: a header of the planning layer, included relatively.
+#pragma once
