@@ -23,13 +23,14 @@ def launch(launcher, args, out, env, timeout):
                timeout=timeout, env={**QUIET, **env})
 
 
-RUNNER = os.path.join(FIDELITY, "run_kinds.py")
+RUNNER = os.path.join(HERE, "scripts", "run_in_turn.py")
 
 
 def launch_kinds(launcher, kinds, root, env, timeout):
     """Run kinds [(name, args, own environment)] one after another in one
-    process per rank (fidelity/run_kinds.py), kind NAME writing to root/NAME.
-    Returns (CompletedProcess, {name: its part of the output})."""
+    process per rank (scripts/run_in_turn.py; args[0] a script's path from
+    tests/python), kind NAME writing to root/NAME. Returns (CompletedProcess,
+    {name: its part of the output})."""
     spec = os.path.join(str(root), "kinds.json")
     with open(spec, "w") as f:
         json.dump([{"name": n, "args": list(a), "env": e} for n, a, e in kinds], f)
@@ -39,7 +40,7 @@ def launch_kinds(launcher, kinds, root, env, timeout):
 
 
 def sections(stdout):
-    """{name: output} split at run_kinds.py's `KIND name` lines."""
+    """{name: output} split at run_in_turn.py's `KIND name` lines."""
     parts, name = {}, None
     for line in stdout.splitlines(keepends=True):
         if line.startswith("KIND "):
@@ -51,7 +52,7 @@ def sections(stdout):
 
 
 def finished(r, parts, name):
-    """Asserts that kind `name` of a run_kinds.py run finished: its part of the
+    """Asserts that kind `name` of a run_in_turn.py run finished: its part of the
     output ends its run, and the process succeeded, or failed only in a later
     kind."""
     part = parts.get(name)

@@ -16,7 +16,7 @@ Starting a process costs more here than most kinds' training (importing
 TensorFlow alone is about 3.5 s of CPU), so the kinds run in groups, as a
 user's script that trains several models in turn: one `tfmpirun -np N` for all
 the selected variants with the same rank count and tfmpi settings, and one
-plain process for the 1-process runs of each Keras line (fidelity/run_kinds.py
+plain process for the 1-process runs of each Keras line (scripts/run_in_turn.py
 clears the Keras session between kinds). Each variant is still its own test,
 checked on its own folder and its own part of the output; a kind that fails
 fails its test and those of the kinds after it in its process.
@@ -149,10 +149,11 @@ def _process_env(name):
 
 
 def _kind_spec(name):
-    """(name, script and arguments, the kind's own environment) for run_kinds.py."""
+    """(name, script and arguments, the kind's own environment) for run_in_turn.py."""
     kind, env = VARIANTS[name]
     own = {k: v for k, v in env.items() if k not in _process_env(name)}
-    return name, KINDS[kind][0], own
+    script, *args = KINDS[kind][0]
+    return name, [f"fidelity/{script}", *args], own
 
 
 def _require_keras_line(name):
@@ -165,7 +166,7 @@ def _selected(request):
     cases = []
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
-        if item.originalname == "test_matches_one_process_run" and spec is not None:
+        if getattr(item, "originalname", None) == "test_matches_one_process_run" and spec:
             cases.append((spec.params["name"], spec.params["np_"]))
     return cases
 
@@ -173,7 +174,7 @@ def _selected(request):
 @pytest.fixture(scope="module")
 def reference(request, tmp_path_factory):
     """The plain 1-process runs (python, no tfmpirun), all the selected variants of
-    one Keras line in one process (fidelity/run_kinds.py), made at the first
+    one Keras line in one process (scripts/run_in_turn.py), made at the first
     request. TFMPI_* settings are left out: a plain run does not load tfmpi, so
     variants that differ only in those (fit, fit_autotune, fit_sharded_update, ...)
     share one reference run."""
@@ -204,7 +205,7 @@ def reference(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def launched(request, tmp_path_factory):
     """`tfmpirun -np N` of every selected variant with the same rank count and
-    process environment, in one process per rank (fidelity/run_kinds.py), made
+    process environment, in one process per rank (scripts/run_in_turn.py), made
     at the first request: (CompletedProcess or the AssertionError of a timeout,
     {name: its output}, folder)."""
     made = {}

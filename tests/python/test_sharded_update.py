@@ -9,91 +9,100 @@ others, before a save and after it, while the saved file holds the whole
 1-process state; fit leaves the whole state on every rank."""
 
 import json
+import os
 import sys
 
 import numpy as np
 import pytest
 
-from mpirun_util import mpirun_command, run, run_into
+import fidelity_check
+from mpirun_util import HERE, mpirun_command, run, run_into
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
 
 
-SCRIPT = """
-import json, os, sys
-import numpy as np, tensorflow as tf, keras
-out, clip = sys.argv[1], os.environ.get("CLIP", "norm")
-rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
-keras.utils.set_random_seed(2)
-rng = np.random.default_rng(0)
-x = rng.normal(size=(192, 6)).astype("float32")
-y = (x[:, :2] @ rng.normal(size=(2, 3))).astype("float32")
-if os.environ.get("TINY"):  # one variable: at 2 ranks, rank 1 owns nothing
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3, use_bias=False)])
-else:
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(24, activation="relu"),
-                              keras.layers.Dense(12, activation="relu"), keras.layers.Dense(3)])
-kwargs = {"global_clipnorm": 1.0} if clip == "global" else {"clipnorm": 0.5}
-if os.environ.get("ACCUMULATE"):
-    kwargs["gradient_accumulation_steps"] = 2
-if os.environ.get("LOSS_SCALE_FACTOR"):  # a fixed scale: gradients divided by it before the clip
-    kwargs["loss_scale_factor"] = 1024.0
-opt = keras.optimizers.Adam(0.01, weight_decay=0.01, **kwargs)
-if os.environ.get("LOSS_SCALE") == "overflow":
-    # Targets 10x larger and a scale so large that some gradients overflow in
-    # some steps (skipped, the scale halved) but not in others.
-    y *= 10
-    opt = keras.optimizers.LossScaleOptimizer(opt, initial_scale=2.0 ** 127, dynamic_growth_steps=2)
-elif os.environ.get("LOSS_SCALE"):  # no overflow: the scale grows every 2 steps
-    opt = keras.optimizers.LossScaleOptimizer(opt, initial_scale=2.0 ** 15, dynamic_growth_steps=2)
-inner = getattr(opt, "inner_optimizer", opt)
-loss_fn = keras.losses.MeanSquaredError()
-model.compile(opt, loss_fn)  # so that model.save writes the optimizer's state
+# Trains, saves and loads with the sharded update, its settings from the
+# environment (scripts/sharded_steps.py).
+STEPS = "scripts/sharded_steps.py"
 
-def step(xb, yb):
-    with tf.GradientTape() as tape:
-        loss = loss_fn(yb, model(xb, training=True))
-        scaled = opt.scale_loss(loss)  # by the loss scale or loss_scale_factor, if any
-    grads = tape.gradient(scaled, model.trainable_variables)
-    opt.apply_gradients(zip(grads, model.trainable_variables))
-    return loss, tf.linalg.global_norm(grads)  # this rank's gradients' norm
-if not os.environ.get("EAGER"):
-    step = tf.function(step)
+# Every run of STEPS under TFMPI_SHARDED_UPDATE=1 that is compared with its
+# 1-process run: name -> (ranks, the script's settings). They run in turn, one
+# tfmpirun per rank count, and their 1-process runs in one process
+# (scripts/run_in_turn.py): starting a process costs more than a run.
+OWNED = [(2, False, "norm", False), (3, False, "norm", False), (2, True, "norm", False),
+         (3, False, "global", False), (2, True, "global", False), (2, False, "global", "factor"),
+         (3, False, "norm", True), (2, True, "norm", True)]
+OWNS_NOTHING = [(False, {"CLIP": "global"}), (True, {"LOSS_SCALE": "1"})]
 
-losses, norms = [], []
-for xb, yb in tf.data.Dataset.from_tensor_slices((x, y)).batch(32):
-    loss, norm = step(xb, yb)
-    losses.append(float(loss)), norms.append(float(norm))
-def slots():
-    return [np.asarray(v).tolist() for v in inner.variables[2:]]  # after iterations, learning rate
-shapes = [list(v.shape) for v in inner.variables[2:]]
-before = slots()
-under_tfmpi = "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ
-if under_tfmpi:
-    from tfmpi.transparent import sharded_update
-    sharded_update._CHUNK_BYTES = 512  # slots go to the writer in several chunks, some alone
-model.save(os.path.join(out, "model.keras"))
-after = slots()
-owners, during = [], after
-if under_tfmpi:
-    own = sharded_update._owners.get(inner)  # dealt over the updating optimizer's variables
-    owners = [] if own is None else list(own)
-    with sharded_update.state_on_rank0():  # what a write sees (Note [State to the writer])
-        during = slots()
-for v in inner.variables[2:]:  # as a load does: every slot written, on every rank
-    v.assign(np.zeros(v.shape, v.dtype))
-model.save(os.path.join(out, "after-load.keras"))  # a write empties what the load filled
-after_load = [int(np.size(v)) for v in inner.variables[2:]]
-loaded = keras.saving.load_model(os.path.join(out, "model.keras"))
-json.dump({"loss": losses, "norms": norms, "weights": [w.tolist() for w in model.get_weights()],
-           "before": before, "after": after, "during": during, "owners": owners,
-           "after_load": after_load, "shapes": shapes,
-           "saved": [np.asarray(v).tolist() for v in
-                     getattr(loaded.optimizer, "inner_optimizer", loaded.optimizer).variables[2:]],
-           "iterations": int(inner.iterations.numpy()),  # (a LossScaleOptimizer's own: 0 before Keras 3.12)
-           "scale": float(opt.dynamic_scale.numpy()) if inner is not opt else None},
-          open(os.path.join(out, f"rank-{rank}.json"), "w"))
-"""
+
+def _eager(eager):
+    return {"EAGER": "1"} if eager else {}
+
+
+RUNS = {
+    **{f"owned-{n}-{e}-{c}-{s}": (n, {"CLIP": c, **_eager(e),
+                                      **({"LOSS_SCALE_FACTOR": "1"} if s == "factor" else
+                                         {"LOSS_SCALE": "1"} if s else {})})
+       for n, e, c, s in OWNED},
+    **{f"owns-nothing-{e}": (2, {"TINY": "1", **v, **_eager(e)}) for e, v in OWNS_NOTHING},
+    "accumulate": (2, {"CLIP": "global", "ACCUMULATE": "1"}),
+}
+
+
+def _run_of(item):
+    """The run of RUNS that test item `item` checks, or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = getattr(item, "originalname", None)
+    if name == "test_each_rank_updates_what_it_owns_and_saves_the_whole_state":
+        return "owned-{np_}-{eager}-{clip}-{loss_scale}".format(**params)
+    if name == "test_a_rank_that_owns_nothing_still_takes_part":
+        return f"owns-nothing-{params['eager']}"
+    if name == "test_gradient_accumulation_runs_the_full_update_and_says_why":
+        return "accumulate"
+    return None
+
+
+@pytest.fixture(scope="module")
+def steps(request, tmp_path_factory):
+    """name -> (the 1-process run's rank-0.json, the folder of the ranks' files,
+    the run's part of the output). The runs of the selected tests are made at
+    the first request; a run that failed or hung fails every test of its
+    process."""
+    made = {}
+
+    def make():
+        selected = [n for n in RUNS if n in {_run_of(item) for item in request.session.items}]
+        root = tmp_path_factory.mktemp("steps")
+        for folder in ["one"] + [f"np{RUNS[n][0]}" for n in selected]:
+            (root / folder).mkdir(exist_ok=True)
+        try:
+            ref, parts = fidelity_check.launch_kinds(
+                [], [(n, [STEPS], RUNS[n][1]) for n in selected], root / "one", {}, timeout=600)
+            assert ref.returncode == 0, ref.stdout
+        except AssertionError as e:
+            made.update({n: e for n in selected})
+            return
+        for np_ in sorted({RUNS[n][0] for n in selected}):
+            names = [n for n in selected if RUNS[n][0] == np_]
+            try:
+                r, parts = fidelity_check.launch_kinds(
+                    ["tfmpirun", "-np", str(np_)], [(n, [STEPS], RUNS[n][1]) for n in names],
+                    root / f"np{np_}", {"TFMPI_SHARDED_UPDATE": "1"}, timeout=600)
+            except AssertionError as e:  # a hang
+                made.update({n: e for n in names})
+                continue
+            made.update({n: (r, parts, root / "one" / n, root / f"np{np_}" / n) for n in names})
+
+    def get(name):
+        if not made:
+            make()
+        if isinstance(made[name], AssertionError):
+            raise made[name]
+        r, parts, one, many = made[name]
+        fidelity_check.finished(r, parts, name)
+        return json.load(open(one / "rank-0.json")), many, parts[name]
+
+    return get
 
 
 def _close(a, b, what):
@@ -102,33 +111,23 @@ def _close(a, b, what):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=what)
 
 
-@pytest.mark.parametrize("np_,eager,clip,loss_scale", [
-    (2, False, "norm", False), (3, False, "norm", False), (2, True, "norm", False),
-    (3, False, "global", False), (2, True, "global", False), (2, False, "global", "factor"),
-    (3, False, "norm", True), (2, True, "norm", True)])
+@pytest.mark.parametrize("np_,eager,clip,loss_scale", OWNED)
 def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, clip, loss_scale,
-                                                                  tmp_path):
+                                                                  steps):
     # Eagerly too: the step's collectives run one by one, and the update must
     # still run once (iterations == 6). With global_clipnorm the owners scale
     # their gradients by the norm of all of them; with a LossScaleOptimizer
     # every rank skips the steps where any gradient overflowed (Note [Sharded
     # update]).
-    args = [sys.executable, "-c", SCRIPT]
-    env = {"CLIP": clip, **({"EAGER": "1"} if eager else {}),
-           **({"LOSS_SCALE_FACTOR": "1"} if loss_scale == "factor" else
-              {"LOSS_SCALE": "1"} if loss_scale else {})}
-    run_into(args, tmp_path / "one", env)
-    r = run_into(["tfmpirun", "-np", str(np_)] + args, tmp_path / "many",
-             {**env, "TFMPI_SHARDED_UPDATE": "1"})
-    assert "runs in full" not in r.stdout, r.stdout
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    ref, many, stdout = steps(f"owned-{np_}-{eager}-{clip}-{loss_scale}")
+    assert "runs in full" not in stdout, stdout
     if clip == "global":  # the clip is at work: the first steps' norms are above 1.0
         assert ref["norms"][0] > 1.0, ref["norms"]
     if loss_scale is True:  # the scale grew three times
         assert ref["scale"] == 2.0 ** 18, ref["scale"]
     owners = None
     for rank in range(np_):
-        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        got = json.load(open(many / f"rank-{rank}.json"))
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         _close(got["weights"], ref["weights"], f"rank {rank} weights")
         assert got["iterations"] == ref["iterations"] == 6
@@ -138,7 +137,7 @@ def test_each_rank_updates_what_it_owns_and_saves_the_whole_state(np_, eager, cl
         assert set(owners) == set(range(np_)), f"every rank owns something: {owners}"
         _held_as_owned(got, ref, rank)
         _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
-    _written_as_owned(tmp_path / "many", np_)
+    _written_as_owned(many, np_)
 
 
 def _written_as_owned(folder, np_):
@@ -177,7 +176,7 @@ def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
     # not, so here both runs differ from one process). Every rank must skip
     # exactly the steps the full update skips: the finite check is of every
     # gradient, not of the ones a rank owns.
-    args = ["tfmpirun", "-np", "3", sys.executable, "-c", SCRIPT]
+    args = ["tfmpirun", "-np", "3", sys.executable, os.path.join(HERE, STEPS)]
     env = {"LOSS_SCALE": "overflow"}
     run_into(args, tmp_path / "full", {**env, "TFMPI_SHARDED_UPDATE": "0"})
     r = run_into(args, tmp_path / "sharded", {**env, "TFMPI_SHARDED_UPDATE": "1"})
@@ -192,18 +191,14 @@ def test_loss_scale_overflows_are_skipped_on_every_rank_alike(tmp_path):
         _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
 
 
-@pytest.mark.parametrize("eager,variant", [(False, {"CLIP": "global"}), (True, {"LOSS_SCALE": "1"})])
-def test_a_rank_that_owns_nothing_still_takes_part(eager, variant, tmp_path):
+@pytest.mark.parametrize("eager", [e for e, _ in OWNS_NOTHING])
+def test_a_rank_that_owns_nothing_still_takes_part(eager, steps):
     # One variable, two ranks: rank 1 owns nothing, yet it joins the global
     # norm's allreduce or the finite check and counts the step.
-    args = [sys.executable, "-c", SCRIPT]
-    env = {"TINY": "1", **variant, **({"EAGER": "1"} if eager else {})}
-    run_into(args, tmp_path / "one", env)
-    r = run_into(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
-    assert "runs in full" not in r.stdout, r.stdout
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    ref, many, stdout = steps(f"owns-nothing-{eager}")
+    assert "runs in full" not in stdout, stdout
     for rank in range(2):
-        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        got = json.load(open(many / f"rank-{rank}.json"))
         assert got["owners"] == [0], got["owners"]
         assert (got["iterations"], got["scale"]) == (ref["iterations"], ref["scale"]) == (6, ref["scale"])
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
@@ -212,18 +207,14 @@ def test_a_rank_that_owns_nothing_still_takes_part(eager, variant, tmp_path):
         _close(got["saved"], ref["saved"], f"rank {rank} saved optimizer state")
 
 
-def test_gradient_accumulation_runs_the_full_update_and_says_why(tmp_path):
+def test_gradient_accumulation_runs_the_full_update_and_says_why(steps):
     # gradient_accumulation_steps is not sharded: every rank updates every
     # variable (all slots current before any save), said once on rank 0.
-    args = [sys.executable, "-c", SCRIPT]
-    env = {"CLIP": "global", "ACCUMULATE": "1"}
-    run_into(args, tmp_path / "one", env)
-    r = run_into(["tfmpirun", "-np", "2"] + args, tmp_path / "many", {**env, "TFMPI_SHARDED_UPDATE": "1"})
-    assert r.stdout.count("gradient_accumulation_steps (the accumulated updates are not "
-                          "sharded)") == 1, r.stdout
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
+    ref, many, stdout = steps("accumulate")
+    assert stdout.count("gradient_accumulation_steps (the accumulated updates are not "
+                        "sharded)") == 1, stdout
     for rank in range(2):
-        got = json.load(open(tmp_path / "many" / f"rank-{rank}.json"))
+        got = json.load(open(many / f"rank-{rank}.json"))
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         _close(got["before"], ref["after"], f"rank {rank} slots before the save")
         assert got["owners"] == []

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+import fidelity_check
 from mpirun_util import run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
@@ -150,42 +151,78 @@ def test_batch_modes_steps_per_epoch(flavour, mode, np_, steps):
     assert f"STEPS [{steps}, {steps}]" in r.stdout, r.stdout
 
 
-# Data every rank and the 1-process run make alike; a script writes rank-R.json in argv[1].
-SMALL_DATA = """
-import json, os, sys
-import numpy as np
-rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
-keras.utils.set_random_seed(4)
-rng = np.random.default_rng(0)
-x = rng.normal(size=(192, 5)).astype("float32")
-y = (x[:, :1] * 0.7 - x[:, 1:2]).astype("float32")
-"""
-
-DEFERRED = SMALL_DATA + """
-model = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
-model.compile(keras.optimizers.SGD(0.05), "mse")
-history = model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0).history
-json.dump({"loss": [float(v) for v in history["loss"]],
-           "weights": [w.tolist() for w in model.get_weights()]},
-          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
-"""
+# Scripts that must train under tfmpirun as they do in one process
+# (scripts/as_one_process/, each writing rank-R.json into argv[1]): test ->
+# (script, ranks). Per Keras line they run in turn, one tfmpirun per rank count,
+# and their 1-process runs in one process (scripts/run_in_turn.py): starting a
+# process costs more than such a run.
+AS_ONE_PROCESS = {
+    "test_a_model_built_by_its_first_call_trains_as_one_process": ("deferred", 2),
+    "test_train_on_batch_after_fit_trains_as_one_process": ("fit_then_batch", 2),
+    "test_steps_per_execution_and_validation_split_train_as_one_process": ("multi_step", 2),
+    "test_sequences_and_generators_train_as_one_process": ("generated", 2),
+    "test_preprocessing_layers_adapt_to_the_whole_data": ("adapted", 3),
+    "test_an_iterator_read_inside_a_function_is_split": ("function_reads", 3),
+    "test_predict_returns_the_whole_result_in_order": ("predict", 3),
+}
 
 
-def _trains_as_one_process(flavour, body, tmp_path, np_=2):
-    """`body` (writing {"loss": [...], "weights": [...]} to rank-R.json in argv[1])
-    under tfmpirun -np `np_` gives every rank the 1-process run's losses and
-    weights. Returns what the 1-process run and each rank wrote."""
+@pytest.fixture(scope="module")
+def as_one_process(request, tmp_path_factory):
+    """(flavour, script) -> (folder of the 1-process run, folder of the ranks'
+    files). All the selected tests' runs of a Keras line are made at its first
+    request; a run that failed or hung fails every test of its process."""
+    made = {}
+
+    def make(line, env):
+        names = sorted({AS_ONE_PROCESS[item.originalname][0] for item in request.session.items
+                        if getattr(item, "originalname", None) in AS_ONE_PROCESS
+                        and item.callspec.params.get("flavour") == line})
+        root = tmp_path_factory.mktemp(f"as-one-process-{line}")
+        runs = {n: (n, [f"scripts/as_one_process/{n}.py"], {}) for n in names}
+        groups = [([], "one", names)] + [
+            (["tfmpirun", "-np", str(k)], f"np{k}",
+             [n for n in names if dict(AS_ONE_PROCESS.values())[n] == k])
+            for k in sorted({k for _, k in AS_ONE_PROCESS.values()})]
+        results = {}
+        for launcher, folder, members in groups:
+            if not members:
+                continue
+            (root / folder).mkdir()
+            try:
+                r, parts = fidelity_check.launch_kinds(launcher, [runs[n] for n in members],
+                                                       root / folder, env, timeout=600)
+            except AssertionError as e:  # a hang
+                r, parts = e, {}
+            results.update({(folder, n): (r, parts, root / folder / n) for n in members})
+        for n in names:
+            k = dict(AS_ONE_PROCESS.values())[n]
+            made[line, n] = (results["one", n], results[f"np{k}", n])
+
+    def get(flavour, name):
+        line = _line(flavour)
+        if (line, name) not in made:
+            make(line, flavour[1])
+        folders = []
+        for r, parts, folder in made[line, name]:
+            if isinstance(r, AssertionError):
+                raise r
+            fidelity_check.finished(r, parts, name)
+            folders.append(folder)
+        return folders
+
+    return get
+
+
+def _trains_as_one_process(flavour, name, as_one_process):
+    """Script `name` (writing {"loss": [...], "weights": [...]} to rank-R.json)
+    under tfmpirun gives every rank the 1-process run's losses and weights.
+    Returns what the 1-process run and each rank wrote."""
     import json
-    code, env = script(flavour, body), {**QUIET, **flavour[1]}
-    (tmp_path / "one").mkdir()
-    (tmp_path / "many").mkdir()
-    one = run([sys.executable, "-c", code, str(tmp_path / "one")], 300, env=env)
-    assert one.returncode == 0, one.stdout
-    many = run(["tfmpirun", "-np", str(np_), sys.executable, "-c", code, str(tmp_path / "many")],
-               300, env=env)
-    assert many.returncode == 0, many.stdout
-    ref = json.load(open(tmp_path / "one" / "rank-0.json"))
-    ranks = [json.load(open(tmp_path / "many" / f"rank-{rank}.json")) for rank in range(np_)]
+    one, many = as_one_process(flavour, name)
+    ref = json.load(open(one / "rank-0.json"))
+    ranks = [json.load(open(p)) for p in sorted(many.glob("rank-*.json"))]
+    assert len(ranks) == dict(AS_ONE_PROCESS.values())[name], ranks
     for rank, got in enumerate(ranks):  # every rank against the 1-process run
         np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5, err_msg=f"rank {rank}")
         for a, b in zip(got["weights"], ref["weights"]):
@@ -193,174 +230,60 @@ def _trains_as_one_process(flavour, body, tmp_path, np_=2):
     return ref, ranks
 
 
-def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, tmp_path):
+def _line(flavour):
+    return "tf_keras" if "TF_USE_LEGACY_KERAS" in flavour[1] else "keras3"
+
+
+def test_a_model_built_by_its_first_call_trains_as_one_process(flavour, as_one_process):
     # No input shape: the weights are created inside the first training step, after
     # fit made its train function (tf_keras' model.variables raises until then)
-    _trains_as_one_process(flavour, DEFERRED, tmp_path)
+    _trains_as_one_process(flavour, "deferred", as_one_process)
 
 
-FIT_THEN_BATCH = SMALL_DATA + """
-model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="relu"),
-                          keras.layers.Dense(1)])
-model.compile(keras.optimizers.SGD(0.05), "mse")
-model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
-loss = float(model.train_on_batch(x[:48], y[:48]))  # the train function traced anew
-json.dump({"loss": [loss], "weights": [w.tolist() for w in model.get_weights()]},
-          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
-"""
-
-
-def test_train_on_batch_after_fit_trains_as_one_process(flavour, tmp_path):
+def test_train_on_batch_after_fit_trains_as_one_process(flavour, as_one_process):
     # train_on_batch traces fit's train function again; the batch check's counter
     # for it used to be created inside that trace, which tf.function refuses.
-    _trains_as_one_process(flavour, FIT_THEN_BATCH, tmp_path)
+    _trains_as_one_process(flavour, "fit_then_batch", as_one_process)
 
 
-MULTI_STEP = SMALL_DATA + """
-model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="relu"),
-                          keras.layers.Dropout(0.25), keras.layers.Dense(1)])
-model.compile(keras.optimizers.SGD(0.05), "mse", steps_per_execution=3)
-history = model.fit(x, y, batch_size=32, epochs=2, validation_split=0.25, verbose=0).history
-loss = history["loss"] + history["val_loss"] + [model.evaluate(x, y, batch_size=40, verbose=0)]
-json.dump({"loss": [float(v) for v in loss], "weights": [w.tolist() for w in model.get_weights()]},
-          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
-"""
-
-
-def test_steps_per_execution_and_validation_split_train_as_one_process(flavour, tmp_path):
+def test_steps_per_execution_and_validation_split_train_as_one_process(flavour, as_one_process):
     # Three steps per call of the train function, each split over the ranks (144
     # training rows in batches of 32: calls of 3 and 2 steps, a ragged last batch),
     # the last quarter of the arrays held out by Keras before it shuffles, Dropout.
-    _trains_as_one_process(flavour, MULTI_STEP, tmp_path)
+    _trains_as_one_process(flavour, "multi_step", as_one_process)
 
 
-GENERATED = SMALL_DATA + """
-def batch(i):  # 192 rows in batches of 40: the fifth one holds 32
-    return x[40 * i:40 * (i + 1)], y[40 * i:40 * (i + 1)]
-class Batches(keras.utils.Sequence):  # Keras 3: PyDataset
-    def __init__(self):
-        super().__init__()
-    def __len__(self):
-        return 5
-    def __getitem__(self, i):
-        return batch(i)
-def endless():
-    while True:
-        for i in range(5):
-            yield batch(i)
-model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(8, activation="relu"),
-                          keras.layers.Dense(1)])
-model.compile(keras.optimizers.SGD(0.05), "mse")
-loss = model.fit(Batches(), epochs=2, verbose=0).history["loss"]
-loss += model.fit(endless(), steps_per_epoch=3, epochs=3, verbose=0).history["loss"]
-loss.append(model.evaluate(Batches(), verbose=0))
-json.dump({"loss": [float(v) for v in loss], "weights": [w.tolist() for w in model.get_weights()]},
-          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
-"""
-
-
-def test_sequences_and_generators_train_as_one_process(flavour, tmp_path):
+def test_sequences_and_generators_train_as_one_process(flavour, as_one_process):
     # A Sequence (Keras 3's PyDataset) with a ragged last batch, then an endless
     # Python generator with steps_per_epoch (epochs cut across its passes): every
     # rank draws each whole batch and the step splits it.
-    _trains_as_one_process(flavour, GENERATED, tmp_path)
+    _trains_as_one_process(flavour, "generated", as_one_process)
 
 
-ADAPTED = SMALL_DATA + """
-import tensorflow as tf
-features = (rng.normal(size=(300, 5)) * 2 + 3).astype("float32")
-norm = keras.layers.Normalization()
-norm.adapt(tf.data.Dataset.from_tensor_slices(features).batch(64))
-other = keras.layers.Normalization()
-other.adapt(tf.data.Dataset.from_tensor_slices(features[:, :2]).batch(50))
-text = keras.layers.TextVectorization(max_tokens=12)
-text.adapt(tf.data.Dataset.from_tensor_slices([f"w{i % 37} w{i % 11} w{i % 5}" for i in range(300)])
-           .batch(64))
-model = keras.Sequential([keras.Input((5,)), norm, keras.layers.Dense(8, activation="relu"),
-                          keras.layers.Dense(1)])
-model.compile(keras.optimizers.SGD(0.05), "mse")
-loss = model.fit(features[:192], y, batch_size=32, epochs=2, verbose=0).history["loss"]
-loss += [float(v) for v in np.ravel(other.mean)] + [float(v) for v in np.ravel(other.variance)]
-loss += [float(v) for v in np.ravel(text(tf.constant(["w0 w1 w4 w10 w36"])))]
-json.dump({"loss": [float(v) for v in loss], "weights": [w.tolist() for w in model.get_weights()]},
-          open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
-"""
-
-
-def test_preprocessing_layers_adapt_to_the_whole_data(flavour, tmp_path):
+def test_preprocessing_layers_adapt_to_the_whole_data(flavour, as_one_process):
     # adapt iterates a tf.data dataset, which custom-loop slicing used to cut: every
     # rank learnt its own mean and vocabulary (Keras 3), or adapt failed (tf_keras).
     # The Normalization layer's mean and variance are among the model's weights.
-    _trains_as_one_process(flavour, ADAPTED, tmp_path, np_=3)
+    _trains_as_one_process(flavour, "adapted", as_one_process)
 
 
-FUNCTION_READS = SMALL_DATA + """
-import tensorflow as tf
-data = (tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 1.5, b)).batch(32)
-        .repeat())
-model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="tanh"),
-                          keras.layers.Dense(1)])
-optimizer = keras.optimizers.Adam(0.05)
-mse, mean = keras.losses.MeanSquaredError(), keras.metrics.Mean()
-rows = tf.Variable(0, dtype=tf.int64)
-def step(xb, yb):
-    rows.assign_add(tf.shape(xb, out_type=tf.int64)[0])
-    with tf.GradientTape() as tape:
-        loss = mse(yb, model(xb))
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    mean.update_state(loss)
-iterator = iter(data)  # made eagerly, read inside functions
-@tf.function
-def one(it):
-    step(*next(it))
-def body(i):
-    step(*next(iterator))
-    return i + 1
-@tf.function
-def several(n):  # tf.while_loop: autograph has no source to convert under python -c
-    tf.while_loop(lambda i: i < n, body, [tf.constant(0)])
-loss = []
-for _ in range(4):
-    one(iterator)
-    loss.append(float(mean.result()))
-for _ in range(3):
-    several(tf.constant(4))
-    loss.append(float(mean.result()))
-json.dump({"loss": loss, "weights": [w.tolist() for w in model.get_weights()],
-           "rows": int(rows.numpy())}, open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w"))
-"""
-
-
-def test_an_iterator_read_inside_a_function_is_split(flavour, tmp_path):
+def test_an_iterator_read_inside_a_function_is_split(flavour, as_one_process):
     # The iterator is made eagerly and read by next() inside tf.functions (passed as an
     # argument, and closed over in a while loop): it used to fail in the batch check;
     # now each call takes this rank's slice of the next batch (Note [Iterators read in a
     # function]), 32 rows cut 11 + 11 + 10 over 3 ranks.
-    ref, ranks = _trains_as_one_process(flavour, FUNCTION_READS, tmp_path, np_=3)
+    ref, ranks = _trains_as_one_process(flavour, "function_reads", as_one_process)
     assert [got["rows"] for got in ranks] == [176, 176, 160], ranks
     assert ref["rows"] == 512
 
 
-PREDICT = """
-import sys
-import numpy as np
-keras.utils.set_random_seed(2)
-x = np.random.default_rng(1).random((53, 6)).astype("float32")
-model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(3)])
-np.save(sys.argv[1], model.predict(x, batch_size=16, verbose=0))
-"""
-
-
-def test_predict_returns_the_whole_result_in_order(flavour, tmp_path):
-    code, env = script(flavour, PREDICT), {**QUIET, **flavour[1]}
-    ref = tmp_path / "ref.npy"
-    r = run([sys.executable, "-c", code, str(ref)], 120, env=env)
-    assert r.returncode == 0, r.stdout
-    got = tmp_path / "got.npy"
-    r = run(["tfmpirun", "-np", "3", sys.executable, "-c", code, str(got)], 300, env=env)
-    assert r.returncode == 0, r.stdout
-    np.testing.assert_allclose(np.load(got), np.load(ref), rtol=1e-6)
+def test_predict_returns_the_whole_result_in_order(flavour, as_one_process):
+    one, many = as_one_process(flavour, "predict")
+    ref = np.load(one / "predict-0.npy")
+    ranks = sorted(many.glob("predict-*.npy"))
+    assert len(ranks) == 3, ranks
+    for path in ranks:
+        np.testing.assert_allclose(np.load(path), ref, rtol=1e-6, err_msg=path.name)
 
 
 CONFIGURE_AFTER_IMPORT = """
