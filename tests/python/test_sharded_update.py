@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-import fidelity_check
+import grouped_runs
 from mpirun_util import HERE, mpirun_command, run, run_into
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
@@ -49,58 +49,38 @@ RUNS = {
 }
 
 
-def _run_of(item):
-    """The run of RUNS that test item `item` checks, or None."""
+def _runs_of(item):
+    """The runs of RUNS that test item `item` checks."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     name = getattr(item, "originalname", None)
     if name == "test_each_rank_updates_what_it_owns_and_saves_the_whole_state":
-        return "owned-{np_}-{eager}-{clip}-{loss_scale}".format(**params)
+        return ["owned-{np_}-{eager}-{clip}-{loss_scale}".format(**params)]
     if name == "test_a_rank_that_owns_nothing_still_takes_part":
-        return f"owns-nothing-{params['eager']}"
+        return [f"owns-nothing-{params['eager']}"]
     if name == "test_gradient_accumulation_runs_the_full_update_and_says_why":
-        return "accumulate"
-    return None
+        return ["accumulate"]
+    return []
 
 
 @pytest.fixture(scope="module")
 def steps(request, tmp_path_factory):
     """name -> (the 1-process run's rank-0.json, the folder of the ranks' files,
-    the run's part of the output). The runs of the selected tests are made at
-    the first request; a run that failed or hung fails every test of its
-    process."""
+    the run's part of the output). Every run of the selected tests is made at
+    the first request (grouped_runs.py)."""
     made = {}
-
-    def make():
-        selected = [n for n in RUNS if n in {_run_of(item) for item in request.session.items}]
-        root = tmp_path_factory.mktemp("steps")
-        for folder in ["one"] + [f"np{RUNS[n][0]}" for n in selected]:
-            (root / folder).mkdir(exist_ok=True)
-        try:
-            ref, parts = fidelity_check.launch_kinds(
-                [], [(n, [STEPS], RUNS[n][1]) for n in selected], root / "one", {}, timeout=600)
-            assert ref.returncode == 0, ref.stdout
-        except AssertionError as e:
-            made.update({n: e for n in selected})
-            return
-        for np_ in sorted({RUNS[n][0] for n in selected}):
-            names = [n for n in selected if RUNS[n][0] == np_]
-            try:
-                r, parts = fidelity_check.launch_kinds(
-                    ["tfmpirun", "-np", str(np_)], [(n, [STEPS], RUNS[n][1]) for n in names],
-                    root / f"np{np_}", {"TFMPI_SHARDED_UPDATE": "1"}, timeout=600)
-            except AssertionError as e:  # a hang
-                made.update({n: e for n in names})
-                continue
-            made.update({n: (r, parts, root / "one" / n, root / f"np{np_}" / n) for n in names})
 
     def get(name):
         if not made:
-            make()
-        if isinstance(made[name], AssertionError):
-            raise made[name]
-        r, parts, one, many = made[name]
-        fidelity_check.finished(r, parts, name)
-        return json.load(open(one / "rank-0.json")), many, parts[name]
+            runs = {}
+            for n in grouped_runs.selected(request, _runs_of):
+                np_, env = RUNS[n]
+                runs[n] = grouped_runs.Run(("tfmpirun", "-np", str(np_)),
+                                           {"TFMPI_SHARDED_UPDATE": "1"}, [STEPS], env)
+                runs[n + "-one"] = grouped_runs.Run((), {}, [STEPS], env)
+            made.update(grouped_runs.launch(runs, tmp_path_factory.mktemp("steps")))
+        one, _ = grouped_runs.checked(made, name + "-one")
+        many, stdout = grouped_runs.checked(made, name)
+        return json.load(open(one / "rank-0.json")), many, stdout
 
     return get
 

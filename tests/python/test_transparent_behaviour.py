@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-import fidelity_check
+import grouped_runs
 from mpirun_util import run
 
 pytest.importorskip("tensorflow", reason="transparent mode needs TensorFlow")
@@ -167,49 +167,33 @@ AS_ONE_PROCESS = {
 }
 
 
+def _runs_of(item):
+    name = getattr(item, "originalname", None)
+    if name not in AS_ONE_PROCESS:
+        return []
+    line, script = item.callspec.params["flavour"], AS_ONE_PROCESS[name][0]
+    return [f"{line}-{script}", f"{line}-{script}-one"]
+
+
 @pytest.fixture(scope="module")
 def as_one_process(request, tmp_path_factory):
     """(flavour, script) -> (folder of the 1-process run, folder of the ranks'
-    files). All the selected tests' runs of a Keras line are made at its first
-    request; a run that failed or hung fails every test of its process."""
+    files). Every run of the selected tests is made at the first request
+    (grouped_runs.py)."""
     made = {}
 
-    def make(line, env):
-        names = sorted({AS_ONE_PROCESS[item.originalname][0] for item in request.session.items
-                        if getattr(item, "originalname", None) in AS_ONE_PROCESS
-                        and item.callspec.params.get("flavour") == line})
-        root = tmp_path_factory.mktemp(f"as-one-process-{line}")
-        runs = {n: (n, [f"scripts/as_one_process/{n}.py"], {}) for n in names}
-        groups = [([], "one", names)] + [
-            (["tfmpirun", "-np", str(k)], f"np{k}",
-             [n for n in names if dict(AS_ONE_PROCESS.values())[n] == k])
-            for k in sorted({k for _, k in AS_ONE_PROCESS.values()})]
-        results = {}
-        for launcher, folder, members in groups:
-            if not members:
-                continue
-            (root / folder).mkdir()
-            try:
-                r, parts = fidelity_check.launch_kinds(launcher, [runs[n] for n in members],
-                                                       root / folder, env, timeout=600)
-            except AssertionError as e:  # a hang
-                r, parts = e, {}
-            results.update({(folder, n): (r, parts, root / folder / n) for n in members})
-        for n in names:
-            k = dict(AS_ONE_PROCESS.values())[n]
-            made[line, n] = (results["one", n], results[f"np{k}", n])
-
     def get(flavour, name):
-        line = _line(flavour)
-        if (line, name) not in made:
-            make(line, flavour[1])
-        folders = []
-        for r, parts, folder in made[line, name]:
-            if isinstance(r, AssertionError):
-                raise r
-            fidelity_check.finished(r, parts, name)
-            folders.append(folder)
-        return folders
+        if not made:
+            runs, ranks = {}, dict(AS_ONE_PROCESS.values())
+            for run in grouped_runs.selected(request, _runs_of):
+                line, _, script = run.removesuffix("-one").partition("-")
+                env = {"TF_USE_LEGACY_KERAS": "1"} if line == "tf_keras" else {}
+                launcher = () if run.endswith("-one") else ("tfmpirun", "-np", str(ranks[script]))
+                runs[run] = grouped_runs.Run(launcher, env,
+                                             [f"scripts/as_one_process/{script}.py"])
+            made.update(grouped_runs.launch(runs, tmp_path_factory.mktemp("as-one-process")))
+        run = f"{_line(flavour)}-{name}"
+        return grouped_runs.checked(made, run + "-one")[0], grouped_runs.checked(made, run)[0]
 
     return get
 

@@ -2,8 +2,10 @@
 test_transparent_behaviour.py runs each as one process and under tfmpirun
 and compares): the Keras a user's script gets (Keras 3, or tf.keras where
 TF_USE_LEGACY_KERAS=1 asks TensorFlow for tf_keras), this process's rank
-(0 in a plain run), data every rank and the 1-process run make alike, and
-write(), which each script ends with: rank-<rank>.json in the folder argv[1]."""
+(0 in a plain run), data every rank and the 1-process run make alike, a
+callback that records each step's loss and the slice sizes a rank trained on,
+and write(), which each script ends with: rank-<rank>.json in the folder
+argv[1]."""
 
 import json
 import os
@@ -31,3 +33,21 @@ def write(loss, model, **extra):
               "weights": [np.asarray(w).tolist() for w in model.get_weights()], **extra}
     with open(os.path.join(sys.argv[1], f"rank-{rank}.json"), "w") as f:
         json.dump(record, f)
+
+
+class Record(keras.callbacks.Callback):
+    """Each training step's loss (`losses`), and the sizes of the slices this
+    rank trained on (`sizes`; none in a plain run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses, self.sizes = [], set()
+
+    def on_train_batch_end(self, step, logs=None):
+        self.losses.append(float(logs["loss"]))
+        try:
+            import tfmpi.transparent.state as s
+        except ImportError:
+            return
+        if s.split is not None:
+            self.sizes.add(int(s.split.numpy()[1]))
