@@ -53,14 +53,14 @@ def sections(stdout):
 
 def finished(r, parts, name):
     """Asserts that kind `name` of a run_in_turn.py run finished: its part of the
-    output ends its run, and the process succeeded, or failed only in a later
-    kind."""
+    output says it ended (KIND_DONE), and the process succeeded, or failed only
+    in a later kind."""
     part = parts.get(name)
     assert part is not None, f"{name} did not start: an earlier kind of its process failed\n" \
         + r.stdout
-    names = list(parts)
-    later_failed = names[-1] != name and "RUN_DONE" in part
-    assert r.returncode == 0 or later_failed, f"{name}: exit status {r.returncode}\n{r.stdout}"
+    ended = f"KIND_DONE {name}\n" in part
+    assert ended and (r.returncode == 0 or list(parts)[-1] != name), \
+        f"{name}: exit status {r.returncode}\n{r.stdout}"
 
 
 def reference_kinds(kinds, env, root):

@@ -11,7 +11,8 @@ folder first on sys.path (as when it is run itself), its "env" added to the
 environment (the script's own settings, such as FIDELITY_SGD; tfmpi's TFMPI_*
 settings are read once at start-up and so belong to the whole process), and
 writes its files into OUT_ROOT/NAME (made here). Before each one, a line
-`KIND NAME` marks where its output starts. Between them the Keras session is
+`KIND NAME` marks where its output starts; after it, `KIND_DONE NAME` that it
+ended. Between them the Keras session is
 cleared, the float32 policy restored and the modules of the script's folder
 (fidelity/common.py keeps one training's results) imported afresh.
 
@@ -75,6 +76,7 @@ def main(argv):
             runpy.run_path(script, run_name="__main__")
         finally:
             sys.path.remove(folder)
+        print(f"KIND_DONE {run['name']}", flush=True)
         os.environ.clear()
         os.environ.update(saved)
     if folder is not None:
